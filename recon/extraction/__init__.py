@@ -1,0 +1,60 @@
+"""Step 2's one interface: send a document, get the answer verbatim, then validate it.
+
+Two implementations: the OpenAI one (when OPENAI_API_KEY or OPENAI_BASE_URL is set) and the
+offline parser (the default). Calling and validating are separate so the exact answer is recorded
+in `model_calls` even when it fails the schema.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from recon.config import Settings
+from recon.extraction.schema import ExtractedInvoice, UnreadableInvoice
+
+
+@dataclass(frozen=True)
+class Answer:
+    request: str
+    response: str
+
+
+class Extractor(Protocol):
+    name: str
+    model: str
+
+    async def call(self, invoice_no: str, document: str) -> Answer:
+        """Send one request; raise only for temporary failures (network, 429, 5xx)."""
+        ...
+
+
+def read_answer(answer: Answer) -> ExtractedInvoice:
+    """The answer as our schema, or UnreadableInvoice (permanent for this invoice)."""
+    try:
+        data = json.loads(answer.response)
+    except json.JSONDecodeError as exc:
+        raise UnreadableInvoice(f"answer is not JSON: {exc.msg}", answer.response[:200]) from exc
+    if isinstance(data, dict) and "unreadable" in data:
+        raise UnreadableInvoice(str(data["unreadable"]), str(data.get("evidence", ""))[:200])
+    try:
+        return ExtractedInvoice.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UnreadableInvoice(
+            f"answer fails the schema at {where}: {first['msg']}", answer.response[:200]
+        ) from exc
+
+
+def make_extractor(settings: Settings) -> Extractor:
+    if settings.openai_api_key or settings.openai_base_url:
+        from recon.extraction.openai_model import OpenAIExtractor
+
+        return OpenAIExtractor(settings)
+    from recon.extraction.offline_extractor import OfflineExtractor
+
+    return OfflineExtractor()

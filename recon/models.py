@@ -1,0 +1,103 @@
+"""What crosses Temporal's history: ids, counts and references, never bulk data."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+STEPS: list[str] = [
+    "fetch_invoices",
+    "extract_lines",
+    "match_orders",
+    "read_stock",
+    "compare_quantities",
+    "flag_mismatches",
+    "post_adjustments",
+    "update_stock",
+    "send_debit_notes",
+    "send_summary",
+]
+
+
+def workflow_id_for(business_date: str, warehouse: str) -> str:
+    """One run per warehouse per night; every idempotency key starts with this id."""
+    return f"recon-{business_date}-{warehouse}"
+
+
+class RunRequest(BaseModel):
+    business_date: str
+    warehouse: str
+    finance_head_email: str = "finance.head@distributor.example"
+    extract_batch_size: int = 50
+    post_batch_size: int = 500
+
+
+class StepInput(BaseModel):
+    """Every step gets the run's identity; the data it needs is in Postgres under workflow_id."""
+
+    workflow_id: str
+    business_date: str
+    warehouse: str
+
+
+class ExtractBatch(BaseModel):
+    workflow_id: str
+    first_seq: int
+    last_seq: int
+
+
+class PostInput(BaseModel):
+    workflow_id: str
+    warehouse: str
+    batch_size: int = 500
+
+
+class OutboxInput(BaseModel):
+    workflow_id: str
+    business_date: str
+    warehouse: str
+    finance_head_email: str
+
+
+class Count(BaseModel):
+    """A step's result: how many things it handled, and how many it parked."""
+
+    count: int
+    parked: int = 0
+
+
+class PostResult(BaseModel):
+    expected: int
+    inserted: int
+    already_there: int
+    walked_again: int = 0
+    started_at: int = 0
+    amount_paise: int = 0
+
+
+class Progress(BaseModel):
+    workflow_id: str
+    status: str = "Running"
+    current_step: str | None = None
+    steps_done: list[str] = Field(default_factory=list)
+    invoices: int = 0
+    extracted: int = 0
+    parked: int = 0
+    lines: int = 0
+    matched: int = 0
+    mismatches: int = 0
+    ledger_posted: int = 0
+    stock_moved: int = 0
+    debit_notes: int = 0
+
+
+class RunSummary(BaseModel):
+    workflow_id: str
+    status: str
+    invoices: int
+    parked: int
+    mismatches: int
+    ledger_posted: int
+    adjustment_total_paise: int
+    stock_movements: int
+    debit_notes: int
+    summary_key: str | None = None
