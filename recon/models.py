@@ -24,11 +24,20 @@ def workflow_id_for(business_date: str, warehouse: str) -> str:
 
 
 class RunRequest(BaseModel):
+    """Everything the run needs to decide, fixed at start so replay sees the same values."""
+
     business_date: str
     warehouse: str
     finance_head_email: str = "finance.head@distributor.example"
     extract_batch_size: int = 50
     post_batch_size: int = 500
+    heartbeat_seconds: float = 3.0
+    # The gate before debit notes (the irreversible step) hands over when any of these is crossed.
+    max_parked_invoice_ratio: float = 0.10
+    max_adjustment_total_paise: int = 50_000_000  # ₹5,00,000
+    # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
+    reminder_utc_hour: int = 3
+    reminder_utc_minute: int = 30
 
 
 class StepInput(BaseModel):
@@ -58,6 +67,12 @@ class OutboxInput(BaseModel):
     finance_head_email: str
 
 
+class GateInput(BaseModel):
+    workflow_id: str
+    max_parked_invoice_ratio: float
+    max_adjustment_total_paise: int
+
+
 class Count(BaseModel):
     """A step's result: how many things it handled, and how many it parked."""
 
@@ -79,6 +94,7 @@ class Progress(BaseModel):
     status: str = "Running"
     current_step: str | None = None
     steps_done: list[str] = Field(default_factory=list)
+    handovers: int = 0
     invoices: int = 0
     extracted: int = 0
     parked: int = 0
@@ -101,3 +117,55 @@ class RunSummary(BaseModel):
     stock_movements: int
     debit_notes: int
     summary_key: str | None = None
+
+
+DECISIONS = ("resume", "retry", "undo")
+
+
+class HandoverRequest(BaseModel):
+    workflow_id: str
+    handover_no: int
+    step: str
+    error_type: str
+    error_message: str
+    attempts: int
+    next_action: str
+    finance_head_email: str
+
+
+class HandoverNote(BaseModel):
+    workflow_id: str
+    handover_no: int
+    step: str
+    error_type: str
+    error_message: str
+    attempts: int
+    note: str
+
+
+class Decision(BaseModel):
+    decision: str
+    by: str
+    note: str = ""
+
+
+class RecordedDecision(BaseModel):
+    workflow_id: str
+    handover_no: int
+    decision: str
+    by: str
+    note: str = ""
+    decided_at: str
+
+
+class ReminderRequest(BaseModel):
+    workflow_id: str
+    handover_no: int
+    reminder_no: int
+    finance_head_email: str
+
+
+class GateVerdict(BaseModel):
+    """Before the irreversible step: empty `reasons` means the evidence is clear."""
+
+    reasons: list[str] = Field(default_factory=list)

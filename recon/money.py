@@ -19,6 +19,7 @@ def group_indian(whole: int) -> str:
 
 def rupees(paise: int) -> str:
     """₹ with Indian grouping; paise shown only when there are any."""
+    paise = int(paise)
     sign = "-" if paise < 0 else ""
     whole, fraction = divmod(abs(paise), 100)
     text = f"{sign}₹{group_indian(whole)}"

@@ -187,6 +187,7 @@ CREATE TABLE stock_snapshot_taken (
 
 CREATE TABLE comparisons (
     workflow_id        text    NOT NULL,
+    seq                integer NOT NULL,
     invoice_no         text    NOT NULL,
     line_no            integer NOT NULL,
     supplier_id        text    NOT NULL,
@@ -195,7 +196,8 @@ CREATE TABLE comparisons (
     received_qty       integer NOT NULL,
     invoice_price_paise bigint NOT NULL,
     po_price_paise     bigint  NOT NULL,
-    PRIMARY KEY (workflow_id, invoice_no, line_no)
+    PRIMARY KEY (workflow_id, invoice_no, line_no),
+    UNIQUE (workflow_id, seq)
 );
 
 CREATE TABLE mismatches (

@@ -1,0 +1,26 @@
+"""Every activity the worker serves, in step order."""
+
+from activities.extract_lines import extract_lines
+from activities.fetch_invoices import fetch_invoices
+from activities.handover import check_evidence, record_decision, record_handover, send_reminder
+from activities.matching import compare_quantities, flag_mismatches, match_orders, read_stock
+from activities.messages import send_debit_notes, send_summary
+from activities.post_adjustments import post_adjustments
+from activities.update_stock import update_stock
+
+ACTIVITIES = [
+    fetch_invoices,
+    extract_lines,
+    match_orders,
+    read_stock,
+    compare_quantities,
+    flag_mismatches,
+    post_adjustments,
+    update_stock,
+    send_debit_notes,
+    send_summary,
+    record_handover,
+    record_decision,
+    send_reminder,
+    check_evidence,
+]

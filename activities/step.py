@@ -1,0 +1,93 @@
+"""Every step activity goes through `business_step`, which does two things once for all steps:
+
+1. It heartbeats on a timer, carrying the step's latest `report_progress()` value, so a slow model
+   call or a long batch never looks like a dead worker, a dead worker is noticed within the
+   heartbeat timeout, and a retry knows roughly how far the last attempt got.
+2. It turns an exception into Temporal's language by the classes of recon.errors:
+   temporary -> retryable until the 4th attempt (at most 3 retries), then non-retryable;
+   unknown   -> non-retryable at once: the workflow stops and hands the run to a person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from recon.errors import classify
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+MAX_ATTEMPTS_FOR_TEMPORARY = 4
+
+# A mutable box per attempt: the ticker task holds a copy of the context, so it must share the box.
+_progress: contextvars.ContextVar[dict[str, int | None]] = contextvars.ContextVar("progress")
+
+
+def report_progress(position: int) -> None:
+    """Record how far this attempt got; the next heartbeat carries it."""
+    _progress.get()["at"] = position
+
+
+def last_progress(default: int = 0) -> int:
+    """What the previous attempt's last *delivered* heartbeat carried. The attempt may have got
+    further (heartbeats are throttled and a dying process loses unsent ones): the keys make the
+    few entries walked again harmless."""
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], int):
+        return details[0]
+    return default
+
+
+def _beat() -> None:
+    position = _progress.get({"at": None})["at"]
+    if position is None:
+        activity.heartbeat()
+    else:
+        activity.heartbeat(position)
+
+
+async def _keep_alive() -> None:
+    timeout = activity.info().heartbeat_timeout
+    every = timeout.total_seconds() / 4 if timeout else 1.0
+    while True:
+        _beat()
+        await asyncio.sleep(every)
+
+
+def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        _progress.set({"at": last_progress() or None})
+        ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
+        try:
+            return await fn(*args, **kwargs)
+        except (ApplicationError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            kind = classify(exc)
+            attempt = activity.info().attempt
+            give_up = kind != "temporary" or attempt >= MAX_ATTEMPTS_FOR_TEMPORARY
+            error_type = type(exc).__name__
+            if kind == "temporary" and give_up:
+                error_type = "TemporaryErrorsExhausted"
+            raise ApplicationError(
+                f"{type(exc).__name__}: {exc}",
+                {"class": kind, "attempt": attempt},
+                type=error_type,
+                non_retryable=give_up,
+            ) from exc
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+            _beat()
+
+    return wrapper

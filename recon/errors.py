@@ -1,0 +1,57 @@
+"""The three failure classes of DESIGN.md §2, decided in one place.
+
+temporary  -> retry (same keys) a few times with growing waits
+permanent  -> for one item: park it (handled where the item is known)
+unknown    -> stop the run and hand it to a person
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+
+
+class KeyPayloadConflict(Exception):
+    """The same idempotency key arrived with a different payload: a bug, not a duplicate."""
+
+
+class VerificationFailed(Exception):
+    """A step reached its end but the store does not hold what the step meant to write."""
+
+
+class StaleAttempt(Exception):
+    """This attempt's fencing token is older than the newest one: its work was handed over."""
+
+
+TEMPORARY_PG = (
+    asyncpg.SerializationError,
+    asyncpg.DeadlockDetectedError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.InterfaceError,
+    asyncpg.QueryCanceledError,
+    asyncpg.AdminShutdownError,
+)
+
+
+def _is_temporary_model_error(exc: BaseException) -> bool:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a dependency
+        return False
+    if isinstance(exc, openai.RateLimitError | openai.APIConnectionError | openai.APITimeoutError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def classify(exc: BaseException) -> str:
+    """'temporary' or 'unknown'. Permanent-for-one-item failures never reach here: they park."""
+    if isinstance(exc, (*TEMPORARY_PG, ConnectionError, TimeoutError, asyncio.TimeoutError)):
+        return "temporary"
+    if isinstance(exc, OSError):
+        return "temporary"
+    if _is_temporary_model_error(exc):
+        return "temporary"
+    return "unknown"

@@ -1,0 +1,111 @@
+"""Posting to the ledger, Stripe-style: the primary key on `reference` is the invariant.
+
+`INSERT ... ON CONFLICT DO NOTHING` means a second attempt of the same entry writes nothing, no
+matter how many workers race. A row that is already there must hold the same payload; a different
+amount under the same key is a bug and fails loudly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from recon.errors import KeyPayloadConflict, VerificationFailed
+from recon.fencing import Fence
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    reference: str
+    workflow_id: str
+    invoice_no: str
+    supplier_id: str
+    line_no: int | None
+    kind: str
+    amount_paise: int
+    memo: str = ""
+    reverses: str | None = None
+
+
+def adjustment_key(workflow_id: str, invoice_no: str, line_no: int, kind: str) -> str:
+    return f"{workflow_id}:{invoice_no}:{line_no}:{kind}"
+
+
+_INSERT = """
+INSERT INTO ledger_entries
+    (reference, workflow_id, invoice_no, supplier_id, line_no, kind, amount_paise, memo,
+     reverses, fence_token)
+SELECT r, w, i, s, l, k, a, m, v, $10
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[],
+            $8::text[], $9::text[]) AS x(r, w, i, s, l, k, a, m, v)
+ON CONFLICT (reference) DO NOTHING
+RETURNING reference
+"""
+
+_DIFFERENT = """
+SELECT l.reference, l.amount_paise, x.a AS wanted
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS x(r, a, i, v)
+JOIN ledger_entries l ON l.reference = x.r
+WHERE l.amount_paise <> x.a OR l.invoice_no <> x.i OR l.reverses IS DISTINCT FROM x.v
+"""
+
+
+async def post_entries(
+    conn: asyncpg.Connection, entries: list[LedgerEntry], fence: Fence | None = None
+) -> int:
+    """Post a batch in one transaction; returns how many rows were new. A crash loses at most
+    this uncommitted batch, and its redo conflicts on every row that did commit."""
+    if not entries:
+        return 0
+    columns = list(zip(*[
+        (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, e.line_no, e.kind,
+         e.amount_paise, e.memo, e.reverses)
+        for e in entries
+    ], strict=True))
+    async with conn.transaction():
+        if fence is not None:
+            await fence.check(conn)
+        inserted = await conn.fetch(_INSERT, *[list(c) for c in columns],
+                                    fence.token if fence else None)
+        if len(inserted) < len(entries):
+            different = await conn.fetch(
+                _DIFFERENT,
+                [e.reference for e in entries],
+                [e.amount_paise for e in entries],
+                [e.invoice_no for e in entries],
+                [e.reverses for e in entries],
+            )
+            if different:
+                row = different[0]
+                raise KeyPayloadConflict(
+                    f"ledger key {row['reference']} already holds {row['amount_paise']} paise, "
+                    f"this attempt wanted {row['wanted']} ({len(different)} such key(s))"
+                )
+    return len(inserted)
+
+
+async def verify_adjustments(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
+    """Done means checked: every flagged mismatch has its entry with the same amount, and the run
+    has no forward entry that nobody flagged. Returns the number of entries verified."""
+    row = await conn.fetchrow(
+        """
+        SELECT count(*) AS expected,
+               count(*) FILTER (WHERE l.reference IS NULL) AS missing,
+               count(*) FILTER (WHERE l.amount_paise <> m.amount_paise) AS different,
+               (SELECT count(*) FROM ledger_entries e
+                 WHERE e.workflow_id = $1 AND e.kind <> 'reversal'
+                   AND NOT EXISTS (SELECT 1 FROM mismatches x
+                                   WHERE x.workflow_id = $1 AND x.reference = e.reference)
+               ) AS unexpected
+        FROM mismatches m LEFT JOIN ledger_entries l ON l.reference = m.reference
+        WHERE m.workflow_id = $1
+        """,
+        workflow_id,
+    )
+    if row["missing"] or row["different"] or row["unexpected"]:
+        raise VerificationFailed(
+            f"ledger check for {workflow_id}: {row['missing']} missing, {row['different']} with "
+            f"a different amount, {row['unexpected']} not flagged, of {row['expected']} expected"
+        )
+    return int(row["expected"])

@@ -1,0 +1,107 @@
+"""Stock movements: one row per key, and the stock level moves only for rows that were new.
+
+The movement insert and the level update are one statement, so a redo of a committed batch
+conflicts on every key and moves no stock a second time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from recon.errors import KeyPayloadConflict, VerificationFailed
+from recon.fencing import Fence
+
+
+@dataclass(frozen=True)
+class StockMovement:
+    key: str
+    workflow_id: str
+    warehouse: str
+    sku: str
+    qty: int
+    supplier_id: str
+    invoice_no: str
+    line_no: int | None
+    note: str
+    reverses: str | None = None
+
+
+def movement_key(workflow_id: str, invoice_no: str, line_no: int) -> str:
+    return f"{workflow_id}:stock:{invoice_no}:{line_no}"
+
+
+_MOVE = """
+WITH moved AS (
+    INSERT INTO stock_movements
+        (key, workflow_id, warehouse, sku, qty, supplier_id, invoice_no, line_no, note, reverses,
+         fence_token)
+    SELECT k, w, h, s, q, p, i, l, n, v, $11
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[],
+                $7::text[], $8::int[], $9::text[], $10::text[]) AS x(k, w, h, s, q, p, i, l, n, v)
+    ON CONFLICT (key) DO NOTHING
+    RETURNING warehouse, sku, qty
+), levels AS (
+    INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
+    SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
+    ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
+)
+SELECT count(*) FROM moved
+"""
+
+_DIFFERENT = """
+SELECT m.key, m.qty, x.q AS wanted
+FROM unnest($1::text[], $2::int[], $3::text[]) AS x(k, q, s)
+JOIN stock_movements m ON m.key = x.k
+WHERE m.qty <> x.q OR m.sku <> x.s
+"""
+
+
+async def move_stock(
+    conn: asyncpg.Connection, moves: list[StockMovement], fence: Fence | None = None
+) -> int:
+    if not moves:
+        return 0
+    cols = list(zip(*[
+        (m.key, m.workflow_id, m.warehouse, m.sku, m.qty, m.supplier_id, m.invoice_no, m.line_no,
+         m.note, m.reverses)
+        for m in moves
+    ], strict=True))
+    async with conn.transaction():
+        if fence is not None:
+            await fence.check(conn)
+        inserted = await conn.fetchval(_MOVE, *[list(c) for c in cols],
+                                       fence.token if fence else None)
+        if inserted < len(moves):
+            different = await conn.fetch(
+                _DIFFERENT, [m.key for m in moves], [m.qty for m in moves], [m.sku for m in moves]
+            )
+            if different:
+                row = different[0]
+                raise KeyPayloadConflict(
+                    f"stock key {row['key']} already moved {row['qty']}, "
+                    f"this attempt wanted {row['wanted']}"
+                )
+    return int(inserted)
+
+
+async def verify_movements(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
+    row = await conn.fetchrow(
+        """
+        SELECT count(*) AS expected,
+               count(*) FILTER (WHERE m.key IS NULL) AS missing,
+               count(*) FILTER (WHERE m.qty <> c.received_qty) AS different
+        FROM comparisons c
+        LEFT JOIN stock_movements m
+               ON m.key = $1 || ':stock:' || c.invoice_no || ':' || c.line_no
+        WHERE c.workflow_id = $1
+        """,
+        workflow_id,
+    )
+    if row["missing"] or row["different"]:
+        raise VerificationFailed(
+            f"stock check for {workflow_id}: {row['missing']} missing, {row['different']} with a "
+            f"different quantity, of {row['expected']} expected"
+        )
+    return int(row["expected"])

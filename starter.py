@@ -1,0 +1,35 @@
+"""Starting a night's run: the workflow id is the night's identity, so starting it twice is safe."""
+
+from __future__ import annotations
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+from recon.config import Settings
+from recon.models import RunRequest, workflow_id_for
+from workflows.nightly import NightlyReconciliation
+
+
+def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRequest:
+    return RunRequest(
+        business_date=business_date,
+        warehouse=warehouse,
+        finance_head_email=settings.finance_head_email,
+        extract_batch_size=settings.extract_batch_size,
+        post_batch_size=settings.post_batch_size,
+    )
+
+
+async def start_night(
+    client: Client, settings: Settings, business_date: str, warehouse: str
+) -> WorkflowHandle:
+    """Start the run, or attach to it if it is already running. A finished night is not started
+    again (reject duplicate): re-running a night is a reset or an undo, decided by a person."""
+    return await client.start_workflow(
+        NightlyReconciliation.run,
+        run_request(settings, business_date, warehouse),
+        id=workflow_id_for(business_date, warehouse),
+        task_queue=settings.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+    )

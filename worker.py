@@ -1,0 +1,55 @@
+"""The worker: serves the workflows and activities on one task queue.
+
+A short sticky-queue timeout and heartbeat timeouts on every activity mean that when this process
+dies, Temporal hands its work to another worker within seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from datetime import timedelta
+
+import structlog
+from temporalio.worker import Worker
+
+from activities import resources
+from activities.registry import ACTIVITIES
+from recon.config import Settings, load_settings
+from recon.db import connect_pool, migrate
+from recon.extraction import make_extractor
+from recon.temporal_client import connect
+from workflows.registry import WORKFLOWS
+
+log = structlog.get_logger("recon.worker")
+
+
+async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
+    pool = await connect_pool(settings.database_url, max_size=20)
+    await migrate(pool)
+    resources.install(pool, make_extractor(settings), settings)
+    client = await connect(settings)
+    worker = Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=WORKFLOWS,
+        activities=ACTIVITIES,
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        max_concurrent_activities=50,
+        graceful_shutdown_timeout=timedelta(seconds=5),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name)
+    async with worker:
+        if ready is not None:
+            ready.set()
+        await stop.wait()
+    await pool.close()
+    log.info("worker stopped")
+
+
+if __name__ == "__main__":
+    asyncio.run(run_worker(load_settings()))

@@ -1,0 +1,317 @@
+"""NightlyReconciliation: the ten steps, in order, and what to do when one cannot finish.
+
+The workflow only decides. Every outside effect is an activity, every activity is idempotent under
+keys derived from the workflow id, and only ids and counts travel through the history. Where we
+are is Temporal's event history; nothing here keeps a checkpoint of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.extract_lines import extract_lines
+    from activities.fetch_invoices import fetch_invoices
+    from activities.handover import (
+        check_evidence,
+        record_decision,
+        record_handover,
+        send_reminder,
+    )
+    from activities.matching import (
+        compare_quantities,
+        flag_mismatches,
+        match_orders,
+        read_stock,
+    )
+    from activities.messages import send_debit_notes, send_summary
+    from activities.post_adjustments import post_adjustments
+    from activities.update_stock import update_stock
+    from recon.models import (
+        DECISIONS,
+        Count,
+        Decision,
+        ExtractBatch,
+        GateInput,
+        HandoverNote,
+        HandoverRequest,
+        OutboxInput,
+        PostInput,
+        Progress,
+        RecordedDecision,
+        ReminderRequest,
+        RunRequest,
+        RunSummary,
+        StepInput,
+    )
+    from workflows.policies import MODEL_TIMEOUT, READ_TIMEOUT, RETRY, WRITE_TIMEOUT
+
+RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
+RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
+
+MAX_EXTRACT_ACTIVITIES = 400  # keeps a 100,000-invoice night far inside the history limits
+EXTRACT_WAVE = 16  # extraction activities in flight at once
+
+T = TypeVar("T")
+
+
+class UndoRequested(Exception):
+    """A person decided the whole run must be undone."""
+
+
+@workflow.defn
+class NightlyReconciliation:
+    def __init__(self) -> None:
+        self._progress = Progress(workflow_id="")
+        self._handover: HandoverNote | None = None
+        self._decision: Decision | None = None
+        self._decided: list[RecordedDecision] = []
+
+    # ------------------------------------------------------------------ what people can see / do
+    @workflow.query
+    def progress(self) -> Progress:
+        return self._progress
+
+    @workflow.query
+    def pending_handover(self) -> HandoverNote | None:
+        return self._handover
+
+    @workflow.query
+    def decisions(self) -> list[RecordedDecision]:
+        return self._decided
+
+    def _why_not(self, d: Decision) -> str | None:
+        if self._handover is None:
+            return "no handover is pending for this run"
+        if self._decision is not None:
+            return f"handover #{self._handover.handover_no} was already decided"
+        if d.decision not in DECISIONS:
+            return f"unknown decision {d.decision!r}: use one of {', '.join(DECISIONS)}"
+        if not d.by.strip():
+            return "say who decides (--by NAME)"
+        return None
+
+    @workflow.update
+    async def decide(self, d: Decision) -> str:
+        self._decision = d
+        return f"{d.decision} accepted for handover #{self._handover.handover_no if self._handover else 0}"
+
+    @decide.validator
+    def _validate_decide(self, d: Decision) -> None:
+        reason = self._why_not(d)
+        if reason:
+            raise ValueError(reason)
+
+    @workflow.signal
+    def decide_signal(self, d: Decision) -> None:
+        """The same decision from the Web UI or `temporal workflow signal`; checked the same way."""
+        reason = self._why_not(d)
+        if reason:
+            workflow.logger.warning("ignored decision signal %s: %s", d, reason)
+            return
+        self._decision = d
+
+    # ------------------------------------------------------------------ the run
+    @workflow.run
+    async def run(self, req: RunRequest) -> RunSummary:
+        wf = workflow.info().workflow_id
+        self._req = req
+        self._progress = Progress(workflow_id=wf)
+        self._set_status("Running")
+        step = StepInput(workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse)
+        post = PostInput(workflow_id=wf, warehouse=req.warehouse, batch_size=req.post_batch_size)
+        outbox = OutboxInput(
+            workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse,
+            finance_head_email=req.finance_head_email,
+        )
+        p = self._progress
+
+        fetched = await self._step("fetch_invoices", lambda: self._act(fetch_invoices, step))
+        p.invoices = fetched.count if fetched else p.invoices
+        extracted = await self._step("extract_lines", lambda: self._extract_all(wf, p.invoices))
+        if extracted:
+            p.extracted, p.parked = extracted.count, extracted.parked
+        matched = await self._step("match_orders", lambda: self._act(match_orders, step))
+        if matched:
+            p.matched, p.parked = matched.count, p.parked + matched.parked
+        await self._step("read_stock", lambda: self._act(read_stock, step))
+        await self._step("compare_quantities", lambda: self._act(compare_quantities, step))
+        flagged = await self._step("flag_mismatches", lambda: self._act(flag_mismatches, step))
+        p.mismatches = flagged.count if flagged else p.mismatches
+        posted = await self._step(
+            "post_adjustments", lambda: self._act(post_adjustments, post, WRITE_TIMEOUT)
+        )
+        p.ledger_posted = posted.expected if posted else p.ledger_posted
+        moved = await self._step(
+            "update_stock", lambda: self._act(update_stock, post, WRITE_TIMEOUT)
+        )
+        p.stock_moved = moved.expected if moved else p.stock_moved
+        await self._gate_before_debit_notes(wf)
+        notes = await self._step(
+            "send_debit_notes", lambda: self._act(send_debit_notes, outbox, WRITE_TIMEOUT)
+        )
+        p.debit_notes = notes.count if notes else p.debit_notes
+        summary = await self._step(
+            "send_summary", lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
+        )
+        self._set_status("Completed")
+        p.current_step = None
+        if summary is None:  # a person accepted a failed summary step as it stands
+            summary = RunSummary(
+                workflow_id=wf, status="Completed", invoices=p.invoices, parked=p.parked,
+                mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
+                stock_movements=p.stock_moved, debit_notes=p.debit_notes,
+            )
+        return summary
+
+    # ------------------------------------------------------------------ helpers
+    async def _act(self, fn: Callable[..., Awaitable[T]], arg: Any,
+                   timeout: timedelta = READ_TIMEOUT) -> T:
+        return await workflow.execute_activity(
+            fn, arg,
+            start_to_close_timeout=timeout,
+            heartbeat_timeout=timedelta(seconds=self._req.heartbeat_seconds),
+            retry_policy=RETRY,
+        )
+
+    async def _extract_all(self, wf: str, invoices: int) -> Count:
+        """Many model calls in parallel, in batches: few enough activities for any night."""
+        size = max(self._req.extract_batch_size, math.ceil(invoices / MAX_EXTRACT_ACTIVITIES))
+        batches = [
+            ExtractBatch(workflow_id=wf, first_seq=first, last_seq=min(first + size - 1, invoices))
+            for first in range(1, invoices + 1, size)
+        ]
+        total = Count(count=0, parked=0)
+        for start in range(0, len(batches), EXTRACT_WAVE):
+            wave = batches[start:start + EXTRACT_WAVE]
+            results = await asyncio.gather(
+                *(self._act(extract_lines, b, MODEL_TIMEOUT) for b in wave)
+            )
+            for r in results:
+                total.count += r.count
+                total.parked += r.parked
+            self._progress.extracted = total.count
+        return total
+
+    async def _step(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
+        """Run one step. If it fails for good, hand over and do what the person decides:
+        retry runs it again, resume accepts it as it stands (returns None), undo stops here."""
+        while True:
+            self._progress.current_step = name
+            workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
+            try:
+                result = await body()
+            except ActivityError as err:
+                decision = await self._hand_over(name, err)
+                if decision == "retry":
+                    continue
+                if decision == "undo":
+                    raise UndoRequested()
+                result = None
+            self._progress.steps_done.append(name)
+            return result
+
+    async def _gate_before_debit_notes(self, wf: str) -> None:
+        """Debit notes cannot be unsent: send them only on clear evidence, else ask a person."""
+        name = "gate_before_debit_notes"
+        while True:
+            self._progress.current_step = name
+            verdict = await self._act(check_evidence, GateInput(
+                workflow_id=wf,
+                max_parked_invoice_ratio=self._req.max_parked_invoice_ratio,
+                max_adjustment_total_paise=self._req.max_adjustment_total_paise,
+            ))
+            if not verdict.reasons:
+                return
+            decision = await self._hand_over(
+                name, None, error_type="UnclearEvidence", message="; ".join(verdict.reasons),
+                next_action="send the debit notes (resume), check the evidence again (retry), "
+                "or undo the run (undo)",
+            )
+            if decision == "resume":
+                return
+            if decision == "undo":
+                raise UndoRequested()
+
+    async def _hand_over(
+        self, step: str, err: ActivityError | None, *, error_type: str = "",
+        message: str = "", next_action: str = "",
+    ) -> str:
+        if err is not None:
+            cause = err.cause
+            error_type = cause.type if isinstance(cause, ApplicationError) and cause.type else \
+                type(cause).__name__ if cause else "ActivityError"
+            message = str(cause) if cause else str(err)
+            next_action = f"run {step} again with the same keys (retry), accept what {step} " \
+                "posted and go on (resume), or undo the run (undo)"
+        self._progress.handovers += 1
+        number = self._progress.handovers
+        self._handover = await self._act(record_handover, HandoverRequest(
+            workflow_id=workflow.info().workflow_id, handover_no=number, step=step,
+            error_type=error_type or "Unknown", error_message=message[:4000],
+            attempts=self._attempts(err), next_action=next_action,
+            finance_head_email=self._req.finance_head_email,
+        ))
+        self._decision = None
+        self._set_status("AwaitingDecision")
+        workflow.upsert_memo({"handover": self._handover.note})
+        reminder = 0
+        while True:
+            try:
+                await workflow.wait_condition(
+                    lambda: self._decision is not None, timeout=self._until_next_morning()
+                )
+                break
+            except TimeoutError:
+                reminder += 1
+                await self._act(send_reminder, ReminderRequest(
+                    workflow_id=workflow.info().workflow_id, handover_no=number,
+                    reminder_no=reminder, finance_head_email=self._req.finance_head_email,
+                ))
+        decision = self._decision
+        assert decision is not None
+        recorded = RecordedDecision(
+            workflow_id=workflow.info().workflow_id, handover_no=number,
+            decision=decision.decision, by=decision.by, note=decision.note,
+            decided_at=workflow.now().isoformat(),
+        )
+        await self._act(record_decision, recorded)
+        self._decided.append(recorded)
+        self._handover = None
+        self._decision = None
+        workflow.upsert_memo({"handover": None})
+        self._set_status("Running")
+        return recorded.decision
+
+    @staticmethod
+    def _attempts(err: ActivityError | None) -> int:
+        if err is None:
+            return 0
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.details:
+            detail = cause.details[0]
+            if isinstance(detail, dict) and "attempt" in detail:
+                return int(detail["attempt"])
+        return 1
+
+    def _until_next_morning(self) -> timedelta:
+        now = workflow.now()
+        morning = now.replace(
+            hour=self._req.reminder_utc_hour, minute=self._req.reminder_utc_minute,
+            second=0, microsecond=0,
+        )
+        if morning <= now:
+            morning += timedelta(days=1)
+        return morning - now
+
+    def _set_status(self, status: str) -> None:
+        self._progress.status = status
+        workflow.upsert_search_attributes([RECON_STATUS.value_set(status)])

@@ -1,0 +1,5 @@
+"""Every workflow the worker serves."""
+
+from workflows.nightly import NightlyReconciliation
+
+WORKFLOWS = [NightlyReconciliation]
