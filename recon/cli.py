@@ -1,0 +1,330 @@
+"""The `recon` command. Every command gives one clear line and a non-zero exit on bad input, a
+missing server or an unknown run; no traceback for a user mistake."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import re
+import sys
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from recon.config import load_settings, state_dir
+from recon.db import DatabaseUnavailable, connect_pool, migrate
+from recon.embedded import StackError
+from recon.importer import ImportProblem
+from recon.inspection import UnknownRun
+from recon.seed import SeedError
+from recon.temporal_client import TemporalUnavailable
+
+app = typer.Typer(
+    help="recon: crash-proof nightly reconciliation of supplier invoices on Temporal.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+USER_ERRORS = (DatabaseUnavailable, TemporalUnavailable, StackError, SeedError, ImportProblem,
+               UnknownRun, ValueError, LookupError)
+
+
+class Refused(Exception):
+    """The command understood the request and refuses it; the message says why."""
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"error: {message}", markup=False, highlight=False)
+    raise typer.Exit(code)
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (*USER_ERRORS, Refused) as exc:
+            _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+    return wrapper
+
+
+def _date(value: str) -> str:
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise Refused(f"--date must be YYYY-MM-DD, got {value!r}") from None
+
+
+def _warehouse(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", value):
+        raise Refused(f"--warehouse must be a short code of a-z, 0-9, '-' or '_', got {value!r}")
+    return value
+
+
+def _run_id(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,200}", value):
+        raise Refused(f"not a run id: {value!r} (runs look like recon-2026-10-13-ldh)")
+    return value
+
+
+async def _pool():
+    pool = await connect_pool(load_settings().database_url)
+    await migrate(pool)
+    return pool
+
+
+async def _client():
+    from recon.temporal_client import connect
+
+    return await connect(load_settings())
+
+
+# ---------------------------------------------------------------------------------- the stack
+@app.command()
+@user_errors
+def dev(
+    no_worker: Annotated[bool, typer.Option("--no-worker", help="Start the servers only.")] = False,
+    port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
+    ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.")] = 8233,
+) -> None:
+    """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
+    from recon.devstack import run_dev
+
+    def announce(stack) -> None:
+        console.print(f"Temporal  {stack.temporal.address}   Web UI {stack.ui_url}")
+        console.print(f"Postgres  {stack.postgres.url}")
+        console.print(f"settings written to {state_dir() / 'env'}; "
+                      + ("worker running." if not no_worker else "no worker.")
+                      + " Ctrl-C stops everything.")
+
+    run_dev(state_dir(), port, ui_port, not no_worker, announce)
+    console.print("stopped")
+
+
+@app.command()
+@user_errors
+def worker() -> None:
+    """Run a worker against TEMPORAL_ADDRESS / DATABASE_URL (or .recon/env)."""
+    from worker import run_worker
+
+    asyncio.run(run_worker(load_settings()))
+
+
+# ---------------------------------------------------------------------------------- data
+@app.command()
+@user_errors
+def seed(
+    date_: Annotated[str, typer.Option("--date", help="Business date, YYYY-MM-DD.")],
+    warehouse: Annotated[str, typer.Option(help="Warehouse code, e.g. ldh.")],
+    invoices: Annotated[int, typer.Option(help="Invoices in the night.")] = 312,
+    mismatches: Annotated[int, typer.Option(help="Adjustments the night needs.")] = 40,
+    seed_: Annotated[int, typer.Option("--seed", help="Random seed.")] = 7,
+) -> None:
+    """Create a deterministic, realistic night of invoices, orders and receipts."""
+    from recon.seed import seed_night
+
+    day, wh = _date(date_), _warehouse(warehouse)
+
+    async def go():
+        pool = await _pool()
+        try:
+            return await seed_night(pool, day, wh, invoices, mismatches, seed_)
+        finally:
+            await pool.close()
+
+    result = asyncio.run(go())
+    console.print(
+        f"seeded {result.invoices} invoices for {day} at {wh}: {len(result.adjustments)} "
+        f"adjustments due, {len(result.unreadable)} unreadable, {len(result.no_po_invoices)} "
+        f"citing no PO, {len(result.unknown_sku_lines)} unknown SKU lines"
+    )
+
+
+@app.command("import")
+@user_errors
+def import_(
+    folder: Annotated[Path, typer.Argument(help="Folder of invoice documents, one per file.")],
+    date_: Annotated[str, typer.Option("--date", help="Business date, YYYY-MM-DD.")],
+    warehouse: Annotated[str, typer.Option(help="Warehouse code.")],
+    supplier: Annotated[str | None, typer.Option(help="Sender for files that do not name one.")] = None,
+) -> None:
+    """Load invoice documents from files (file name = invoice number)."""
+    from recon.importer import import_directory
+
+    day, wh = _date(date_), _warehouse(warehouse)
+
+    async def go():
+        pool = await _pool()
+        try:
+            return await import_directory(pool, folder, day, wh, supplier)
+        finally:
+            await pool.close()
+
+    result = asyncio.run(go())
+    console.print(f"imported {result.imported} invoices for {day} at {wh}"
+                  + (f"; {result.skipped_existing} already there" if result.skipped_existing else ""))
+
+
+# ---------------------------------------------------------------------------------- runs
+@app.command()
+@user_errors
+def run(
+    date_: Annotated[str, typer.Option("--date", help="Business date, YYYY-MM-DD.")],
+    warehouse: Annotated[str | None, typer.Option(help="Warehouse code.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for the run and print its summary.")] = False,
+) -> None:
+    """Start (or attach to) the night's run."""
+    from starter import start_night
+
+    settings = load_settings()
+    day, wh = _date(date_), _warehouse(warehouse or settings.warehouse)
+
+    async def go():
+        pool = await _pool()
+        try:
+            have = await pool.fetchval(
+                "SELECT count(*) FROM invoices WHERE business_date = $1 AND warehouse = $2",
+                date.fromisoformat(day), wh)
+        finally:
+            await pool.close()
+        if not have:
+            raise Refused(f"no invoices for {day} at {wh}: `recon seed` or `recon import` first")
+        client = await _client()
+        handle = await start_night(client, settings, day, wh)
+        console.print(f"run {handle.id} started (Web UI: workflow {handle.id})")
+        if wait:
+            from temporalio.client import WorkflowFailureError
+
+            try:
+                return await handle.result()
+            except WorkflowFailureError as exc:
+                raise Refused(f"run {handle.id} failed: {exc.cause}") from None
+        return None
+
+    summary = asyncio.run(go())
+    if summary is not None:
+        _print_summary(summary)
+
+
+def _print_summary(summary) -> None:
+    from recon.money import rupees
+
+    table = Table(title=f"Run {summary.workflow_id}: {summary.status}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for label, value in [
+        ("invoices", summary.invoices), ("parked items", summary.parked),
+        ("mismatches", summary.mismatches), ("ledger entries", summary.ledger_posted),
+        ("adjustment total", rupees(summary.adjustment_total_paise)),
+        ("stock movements", summary.stock_movements), ("debit notes", summary.debit_notes),
+    ]:
+        table.add_row(label, str(value))
+    console.print(table)
+
+
+@app.command()
+@user_errors
+def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
+    """Where a run is: current step, steps done, counts."""
+    wid = _run_id(run_id)
+
+    async def go():
+        from temporalio.service import RPCError
+
+        client = await _client()
+        handle = client.get_workflow_handle(wid)
+        try:
+            description = await handle.describe()
+            progress = await handle.query("progress")
+        except RPCError as exc:
+            raise UnknownRun(f"no run {wid!r} in Temporal ({exc.message})") from None
+        return description, progress
+
+    description, progress = asyncio.run(go())
+    console.print(f"{wid}: {description.status.name.lower() if description.status else '?'} "
+                  f"({progress.get('status')})")
+    console.print(f"current step: {progress.get('current_step') or '-'}")
+    console.print(f"steps done: {', '.join(progress.get('steps_done', [])) or '-'}")
+    console.print(
+        "invoices {invoices}, extracted {extracted}, parked {parked}, mismatches {mismatches}, "
+        "ledger {ledger_posted}, stock {stock_moved}, debit notes {debit_notes}, "
+        "handovers {handovers}".format(**progress)
+    )
+
+
+@app.command()
+@user_errors
+def inspect(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Everything a run wrote and how often its steps were retried."""
+    from recon.inspection import inspect_run
+
+    wid = _run_id(run_id)
+
+    async def go():
+        pool = await _pool()
+        try:
+            return await inspect_run(await _client(), pool, wid)
+        finally:
+            await pool.close()
+
+    facts = asyncio.run(go())
+    if as_json:
+        sys.stdout.write(json.dumps(facts, default=str) + "\n")
+        return
+    table = Table(title=f"{wid}")
+    table.add_column("fact")
+    table.add_column("value", justify="right")
+    for key, value in facts.items():
+        if key != "steps":
+            table.add_row(key, str(value))
+    console.print(table)
+
+
+@app.command()
+@user_errors
+def demo(
+    exit_: Annotated[bool, typer.Option("--exit", help="Stop at once instead of keeping the Web UI up.")] = False,
+) -> None:
+    """The crash story on the embedded stack: a worker dies at entry 24 of step 7, the run finishes."""
+    from recon.demo import run_demo
+
+    run_demo(exit_, console)
+
+
+def main() -> None:
+    """Entry point: usage errors become one line too."""
+    try:
+        result = app(standalone_mode=False)
+    except typer.Abort:
+        _exit_line("interrupted", 130)
+    except typer.TyperException as exc:
+        _exit_line((exc.format_message() or type(exc).__name__).splitlines()[0],
+                   getattr(exc, "exit_code", 1) or 1)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    if isinstance(result, int) and result:
+        sys.exit(result)
+
+
+def _exit_line(message: str, code: int) -> None:
+    err.print(f"error: {message}", markup=False, highlight=False)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

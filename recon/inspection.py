@@ -1,0 +1,81 @@
+"""`recon inspect`: one run's health at a glance, from Postgres (what was written) and Temporal
+(where the run is, how often steps were retried). Outside checks read the JSON form."""
+
+from __future__ import annotations
+
+import asyncpg
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import SearchAttributeKey
+from temporalio.service import RPCError, RPCStatusCode
+
+from recon.history import read_history
+
+_COUNTS = """
+SELECT
+  (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1) AS ledger_rows,
+  (SELECT count(DISTINCT reference) FROM ledger_entries WHERE workflow_id = $1) AS distinct_keys,
+  (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND reverses IS NOT NULL)
+      AS reversals,
+  (SELECT coalesce(sum(amount_paise), 0)::bigint FROM ledger_entries WHERE workflow_id = $1)
+      AS ledger_net_paise,
+  (SELECT count(*) FROM model_calls WHERE workflow_id = $1) AS model_calls,
+  (SELECT count(*) FROM invoice_reads WHERE workflow_id = $1) AS invoice_reads,
+  (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
+  (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS mismatches,
+  (SELECT count(*) FROM stock_movements WHERE workflow_id = $1) AS stock_movements,
+  (SELECT count(*) FROM outbox WHERE workflow_id = $1) AS outbox_rows,
+  (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note') AS debit_notes,
+  (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'withdrawal') AS withdrawals,
+  (SELECT count(*) FROM parked_items WHERE workflow_id = $1) AS parked,
+  (SELECT count(*) FROM handovers WHERE workflow_id = $1) AS handovers,
+  (SELECT count(*) FROM handovers WHERE workflow_id = $1 AND decision IS NULL)
+      AS handovers_pending
+"""
+
+
+RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
+
+
+class UnknownRun(LookupError):
+    """No such run in Temporal and nothing of it in Postgres."""
+
+
+async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:
+    counts = dict(await pool.fetchrow(_COUNTS, workflow_id))
+    facts: dict = {"run": workflow_id}
+    try:
+        handle = client.get_workflow_handle(workflow_id)
+        description = await handle.describe()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        if not any(counts.values()):
+            raise UnknownRun(f"no run {workflow_id!r}: check the id with `recon handovers` "
+                             "or the Web UI") from None
+        facts.update(status="unknown", activity_retries=None, history_events=None, steps={})
+        facts.update(counts)
+        return facts
+    status = description.status or WorkflowExecutionStatus.RUNNING
+    business = description.typed_search_attributes.get(RECON_STATUS)
+    pending_retries = sum(
+        max(0, p.attempt - 1) for p in description.raw_description.pending_activities
+    )
+    if status == WorkflowExecutionStatus.RUNNING:
+        label = "awaiting_decision" if business == "AwaitingDecision" else "running"
+    else:
+        label = status.name.lower()
+    history = await read_history(handle)
+    facts.update(
+        status=label,
+        run_id=description.run_id,
+        activity_retries=history.activity_retries + pending_retries,
+        restarts=sum(1 for s in history.steps.values() if s.max_attempt > 1),
+        history_events=history.events,
+        steps={
+            name: {"activities": s.activities, "max_attempt": s.max_attempt,
+                   "retries": s.retries, "completed": s.completed}
+            for name, s in history.steps.items()
+        },
+    )
+    facts.update(counts)
+    return facts

@@ -1,0 +1,142 @@
+"""Real parts, really run: one embedded Postgres and one Temporal dev server for the session,
+real worker processes where a test kills one. Each test uses its own warehouse and task queue,
+so tests never see each other's runs."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import asyncpg
+import pytest
+import pytest_asyncio
+from temporalio.client import Client
+
+from recon.config import load_settings
+from recon.db import connect_pool, migrate
+from recon.embedded import EmbeddedPostgres, TemporalDevServer, free_port
+from recon.temporal_client import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+_names = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Stack:
+    database_url: str
+    temporal_address: str
+    state: Path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))}
+        env.update(
+            DATABASE_URL=self.database_url,
+            TEMPORAL_ADDRESS=self.temporal_address,
+            RECON_HOME=str(self.state / "home"),
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(extra)
+        return env
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    state = Path(tempfile.mkdtemp(prefix="recon-test-"))
+    postgres = EmbeddedPostgres(state)
+    temporal = TemporalDevServer(state, port=free_port(), ui_port=free_port(), persistent=False)
+    url = postgres.start()
+    temporal.start()
+    try:
+        yield Stack(url, temporal.address, state)
+    finally:
+        temporal.stop()
+        postgres.stop()
+
+
+@pytest.fixture(autouse=True)
+def _settings_env(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith(("RECON_", "OPENAI_")):
+            monkeypatch.delenv(key)
+    for key, value in stack.env().items():
+        if key in ("DATABASE_URL", "TEMPORAL_ADDRESS", "RECON_HOME"):
+            monkeypatch.setenv(key, value)
+
+
+@pytest_asyncio.fixture(scope="session")
+async def pool(stack: Stack) -> AsyncIterator[asyncpg.Pool]:
+    pool = await connect_pool(stack.database_url, max_size=20)
+    await migrate(pool)
+    yield pool
+    await pool.close()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def client(stack: Stack) -> Client:
+    return await connect(replace(load_settings(), temporal_address=stack.temporal_address))
+
+
+@pytest.fixture
+def night() -> tuple[str, str, str]:
+    """A fresh (business date, warehouse, task queue) for one test."""
+    n = next(_names)
+    return "2026-10-13", f"t{os.getpid()}w{n}", f"q{os.getpid()}-{n}"
+
+
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen
+    log: Path
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+    def freeze(self) -> None:
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    async def wait_exit(self, timeout: float) -> int:
+        for _ in range(int(timeout * 20)):
+            code = self.process.poll()
+            if code is not None:
+                return code
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"worker did not exit within {timeout}s:\n{self.output()[-2000:]}")
+
+
+@pytest.fixture
+def spawn_worker(stack: Stack, tmp_path: Path) -> Iterator:
+    """Start a real `recon worker` process; every one started is stopped at the end."""
+    started: list[WorkerProcess] = []
+
+    def spawn(task_queue: str, **env: str) -> WorkerProcess:
+        log = tmp_path / f"worker-{len(started)}.log"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "recon.cli", "worker"],
+            cwd=ROOT, env=stack.env(RECON_TASK_QUEUE=task_queue, **env),
+            stdout=log.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+        worker = WorkerProcess(process, log)
+        started.append(worker)
+        return worker
+
+    yield spawn
+    for worker in started:
+        if worker.process.poll() is None:
+            worker.thaw()
+            worker.kill()
