@@ -17,6 +17,9 @@ def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRe
         finance_head_email=settings.finance_head_email,
         extract_batch_size=settings.extract_batch_size,
         post_batch_size=settings.post_batch_size,
+        heartbeat_seconds=settings.heartbeat_seconds,
+        max_parked_invoice_ratio=settings.gate_max_parked_ratio,
+        max_adjustment_total_paise=settings.gate_max_total_paise,
     )
 
 

@@ -24,7 +24,10 @@ from workflows.registry import WORKFLOWS
 log = structlog.get_logger("recon.worker")
 
 
-async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) -> None:
+async def run_worker(
+    settings: Settings, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None
+) -> None:
+    """Serve until SIGINT/SIGTERM (or until `stop` is set, when the caller owns the signals)."""
     pool = await connect_pool(settings.database_url, max_size=20)
     await migrate(pool)
     resources.install(pool, make_extractor(settings), settings)
@@ -38,16 +41,19 @@ async def run_worker(settings: Settings, *, ready: asyncio.Event | None = None) 
         max_concurrent_activities=50,
         graceful_shutdown_timeout=timedelta(seconds=5),
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
     log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name)
-    async with worker:
-        if ready is not None:
-            ready.set()
-        await stop.wait()
-    await pool.close()
+    try:
+        async with worker:
+            if ready is not None:
+                ready.set()
+            await stop.wait()
+    finally:
+        await pool.close()
     log.info("worker stopped")
 
 

@@ -46,3 +46,4 @@ async def walk_in_batches(
         walk.already_there += len(rows) - new
         position = rows[-1]["seq"]
         report_progress(position)
+        await failpoints.after_batch(step)

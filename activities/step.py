@@ -20,6 +20,7 @@ from typing import ParamSpec, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from recon import failpoints
 from recon.errors import classify
 
 P = ParamSpec("P")
@@ -65,6 +66,7 @@ async def _keep_alive() -> None:
 def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        failpoints.before_step(activity.info().activity_type)
         _progress.set({"at": last_progress() or None})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
         try:

@@ -54,6 +54,9 @@ class Settings:
     openai_base_url: str | None
     model: str
     failpoints: str
+    gate_max_parked_ratio: float
+    gate_max_total_paise: int
+    heartbeat_seconds: float
 
 
 def _int(values: dict[str, str], key: str, default: int) -> int:
@@ -66,6 +69,19 @@ def _int(values: dict[str, str], key: str, default: int) -> int:
         raise ValueError(f"{key} must be a whole number, got {raw!r}") from None
     if number < 1:
         raise ValueError(f"{key} must be at least 1, got {number}")
+    return number
+
+
+def _float(values: dict[str, str], key: str, default: float) -> float:
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        number = float(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, got {raw!r}") from None
+    if number <= 0:
+        raise ValueError(f"{key} must be above 0, got {number}")
     return number
 
 
@@ -87,4 +103,7 @@ def load_settings() -> Settings:
         openai_base_url=values.get("OPENAI_BASE_URL"),
         model=values.get("RECON_MODEL", "gpt-4o-mini"),
         failpoints=values.get("RECON_FAILPOINTS", ""),
+        gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO", 0.10),
+        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", 50_000_000),
+        heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 3.0),
     )

@@ -1,26 +1,61 @@
-"""Failpoints: `RECON_FAILPOINTS=post_adjustments:24` makes this process exit hard when the step
-reaches entry 24 (before that entry commits). Used by the demo and the crash tests to kill a real
-worker at an exact spot; unset in production."""
+"""Failpoints: make this process fail at an exact spot, for the demo and the crash tests.
+
+`RECON_FAILPOINTS` is a comma-separated list of `step:position[:action]`:
+  post_adjustments:24           exit hard when the step reaches entry 24 (before it commits)
+  post_adjustments:24:stop      freeze this whole process there (SIGSTOP to itself), like a
+                                stopped VM or a long GC pause; SIGCONT wakes it
+  post_adjustments:3:temporary  raise a temporary error there, once per process
+  before:post_adjustments       exit hard as the step starts (a crash *between* steps)
+  post_adjustments:delay:0.5    wait 0.5 s after each committed batch (to make timing visible)
+Unset in production: with no variable, every call here is a dictionary lookup that misses.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import sys
 
+_fired: set[str] = set()
 
-def _parse(spec: str) -> dict[str, int]:
-    points: dict[str, int] = {}
-    for part in spec.split(","):
-        name, _, at = part.strip().partition(":")
-        if name and at.isdigit():
-            points[name] = int(at)
+
+def _points() -> dict[str, str]:
+    points: dict[str, str] = {}
+    for part in os.environ.get("RECON_FAILPOINTS", "").split(","):
+        bits = part.strip().split(":")
+        if len(bits) >= 2 and bits[0]:
+            points[f"{bits[0]}:{bits[1]}"] = bits[2] if len(bits) > 2 else "exit"
     return points
 
 
-def hit(name: str, position: int) -> None:
-    """Exit at once, like a power cut: no cleanup, no flushing of pending heartbeats."""
-    at = _parse(os.environ.get("RECON_FAILPOINTS", "")).get(name)
-    if at is not None and position == at:
-        sys.stderr.write(f"failpoint {name}:{at} reached: exiting hard\n")
+def _exit(where: str) -> None:
+    sys.stderr.write(f"failpoint {where} reached: exiting hard\n")
+    sys.stderr.flush()
+    os._exit(137)
+
+
+def hit(step: str, position: int | str) -> None:
+    where = f"{step}:{position}"
+    action = _points().get(where)
+    if action is None:
+        return
+    if action == "exit":
+        _exit(where)
+    elif action == "stop":
+        sys.stderr.write(f"failpoint {where} reached: freezing\n")
         sys.stderr.flush()
-        os._exit(137)
+        os.kill(os.getpid(), signal.SIGSTOP)
+    elif action == "temporary" and where not in _fired:
+        _fired.add(where)
+        raise ConnectionResetError(f"failpoint {where}: a temporary error")
+
+
+def before_step(step: str) -> None:
+    hit("before", step)
+
+
+async def after_batch(step: str) -> None:
+    delay = _points().get(f"{step}:delay")
+    if delay:
+        await asyncio.sleep(float(delay))

@@ -90,6 +90,10 @@ class NightlyReconciliation:
 
     def _why_not(self, d: Decision) -> str | None:
         if self._handover is None:
+            if self._decided:
+                last = self._decided[-1]
+                return (f"handover #{last.handover_no} was already decided: {last.decision} "
+                        f"by {last.by}; no handover is pending now")
             return "no handover is pending for this run"
         if self._decision is not None:
             return f"handover #{self._handover.handover_no} was already decided"
