@@ -24,6 +24,7 @@ from recon.importer import ImportProblem
 from recon.inspection import UnknownRun
 from recon.seed import SeedError
 from recon.temporal_client import TemporalUnavailable
+from recon.undoing import UndoRefused
 
 app = typer.Typer(
     help="recon: crash-proof nightly reconciliation of supplier invoices on Temporal.",
@@ -31,11 +32,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+# Piped output (scripts, CI) gets a wide console so ids are never wrapped mid-word.
+console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 USER_ERRORS = (DatabaseUnavailable, TemporalUnavailable, StackError, SeedError, ImportProblem,
-               UnknownRun, ValueError, LookupError)
+               UnknownRun, UndoRefused, ValueError, LookupError)
 
 
 class Refused(Exception):
@@ -304,6 +306,132 @@ def demo(
     from recon.demo import run_demo
 
     run_demo(exit_, console)
+
+
+# ---------------------------------------------------------------------------------- people decide
+@app.command()
+@user_errors
+def handovers() -> None:
+    """Runs waiting for a person's decision."""
+
+    async def go():
+        pool = await _pool()
+        try:
+            return await pool.fetch(
+                "SELECT workflow_id, handover_no, step, error_type, created_at FROM handovers"
+                " WHERE decision IS NULL ORDER BY created_at"
+            )
+        finally:
+            await pool.close()
+
+    rows = asyncio.run(go())
+    if not rows:
+        console.print("no run is waiting for a decision")
+        return
+    table = Table(title="Runs awaiting a decision")
+    for column in ("run", "#", "step", "error", "since"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["workflow_id"], str(r["handover_no"]), r["step"], r["error_type"],
+                      r["created_at"].strftime("%Y-%m-%d %H:%M"))
+    console.print(table)
+
+
+@app.command()
+@user_errors
+def handover(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
+    """The handover note of a run: what failed, what was posted, what the agent would do next."""
+    wid = _run_id(run_id)
+
+    async def go():
+        pool = await _pool()
+        try:
+            return await pool.fetchrow(
+                "SELECT * FROM handovers WHERE workflow_id = $1"
+                " ORDER BY handover_no DESC LIMIT 1", wid)
+        finally:
+            await pool.close()
+
+    row = asyncio.run(go())
+    if row is None:
+        raise Refused(f"run {wid} has no handover")
+    console.print(row["note"], markup=False, highlight=False)
+    if row["decision"]:
+        console.print(f"Decided: {row['decision']} by {row['decided_by']} at "
+                      f"{row['decided_at']:%Y-%m-%d %H:%M:%S}"
+                      + (f" ({row['decision_note']})" if row["decision_note"] else ""),
+                      markup=False, highlight=False)
+    else:
+        console.print("Status: waiting for a decision", markup=False)
+
+
+@app.command()
+@user_errors
+def approve(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    decision: Annotated[str, typer.Option(help="resume | retry | undo")],
+    by: Annotated[str, typer.Option(help="Who decides.")],
+    note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
+) -> None:
+    """Answer a handover: resume (accept the failed step as it stands), retry it, or undo the run."""
+    from temporalio.client import WorkflowUpdateFailedError
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from recon.models import Decision
+
+    wid = _run_id(run_id)
+
+    async def go() -> str:
+        client = await _client()
+        handle = client.get_workflow_handle(wid)
+        try:
+            return await handle.execute_update(
+                "decide", Decision(decision=decision, by=by, note=note), result_type=str
+            )
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            raise Refused(f"refused: {getattr(cause, 'message', None) or cause}") from None
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise Refused(f"no running run {wid!r}: nothing to decide") from None
+            raise Refused(f"refused: {exc.message}") from None
+
+    console.print(asyncio.run(go()))
+
+
+@app.command()
+@user_errors
+def undo(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    reason: Annotated[str, typer.Option(help="Why, for the record.")],
+    by: Annotated[str, typer.Option(help="Who decides.")],
+    supplier: Annotated[str | None, typer.Option(help="Undo only this supplier's part.")] = None,
+    reference: Annotated[list[str] | None, typer.Option(
+        "--reference", help="Undo only these ledger references (repeatable).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be reversed.")] = False,
+) -> None:
+    """Compensate a finished run (or one supplier of it): reversals, opposite stock, withdrawals."""
+    from recon.undoing import describe_plan, start_undo
+
+    wid = _run_id(run_id)
+    if not reason.strip() or not by.strip():
+        raise Refused("--reason and --by must say why and who")
+    if supplier and reference:
+        raise Refused("give --supplier or --reference, not both")
+
+    async def go():
+        pool = await _pool()
+        try:
+            client = await _client()
+            if dry_run:
+                return await describe_plan(client, pool, wid, supplier, reference or [])
+            return await start_undo(client, pool, load_settings(), wid, supplier, reference or [],
+                                    reason, by)
+        finally:
+            await pool.close()
+
+    for line in asyncio.run(go()):
+        console.print(line, markup=False, highlight=False)
 
 
 def main() -> None:

@@ -29,6 +29,8 @@ class Fence:
         current = await conn.fetchval(
             "SELECT token FROM fences WHERE scope = $1 FOR SHARE", self.scope
         )
+        if current is None:
+            raise StaleAttempt(f"no fencing token was ever issued for {self.scope}")
         if current != self.token:
             raise StaleAttempt(
                 f"fencing token {self.token} for {self.scope} is stale (newest is {current}): "

@@ -44,10 +44,12 @@ RETURNING reference
 """
 
 _DIFFERENT = """
-SELECT l.reference, l.amount_paise, x.a AS wanted
-FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS x(r, a, i, v)
+SELECT l.reference, l.amount_paise, x.a AS wanted, l.invoice_no, x.i AS wanted_invoice,
+       l.supplier_id, x.s AS wanted_supplier
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS x(r, a, i, v, s)
 JOIN ledger_entries l ON l.reference = x.r
 WHERE l.amount_paise <> x.a OR l.invoice_no <> x.i OR l.reverses IS DISTINCT FROM x.v
+   OR l.supplier_id <> x.s
 """
 
 
@@ -58,6 +60,7 @@ async def post_entries(
     this uncommitted batch, and its redo conflicts on every row that did commit."""
     if not entries:
         return 0
+    entries = sorted(entries, key=lambda e: e.reference)  # one lock order: racing posters never deadlock
     columns = list(zip(*[
         (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, e.line_no, e.kind,
          e.amount_paise, e.memo, e.reverses)
@@ -75,12 +78,15 @@ async def post_entries(
                 [e.amount_paise for e in entries],
                 [e.invoice_no for e in entries],
                 [e.reverses for e in entries],
+                [e.supplier_id for e in entries],
             )
             if different:
                 row = different[0]
                 raise KeyPayloadConflict(
-                    f"ledger key {row['reference']} already holds {row['amount_paise']} paise, "
-                    f"this attempt wanted {row['wanted']} ({len(different)} such key(s))"
+                    f"ledger key {row['reference']} already holds {row['amount_paise']} paise "
+                    f"for {row['invoice_no']}/{row['supplier_id']}, this attempt wanted "
+                    f"{row['wanted']} for {row['wanted_invoice']}/{row['wanted_supplier']} "
+                    f"({len(different)} such key(s))"
                 )
     return len(inserted)
 

@@ -169,3 +169,46 @@ class GateVerdict(BaseModel):
     """Before the irreversible step: empty `reasons` means the evidence is clear."""
 
     reasons: list[str] = Field(default_factory=list)
+
+
+class UndoRequest(BaseModel):
+    """What to compensate: a whole run, one supplier of it, or a list of ledger references."""
+
+    run_workflow_id: str
+    supplier_id: str | None = None
+    references: list[str] = Field(default_factory=list)
+    reason: str
+    by: str
+    heartbeat_seconds: float = 3.0
+
+    @property
+    def scope(self) -> str:
+        if self.references:
+            return "references"
+        return f"supplier {self.supplier_id}" if self.supplier_id else "whole run"
+
+
+class Reversed(BaseModel):
+    count: int
+    paise: int = 0
+
+
+class UndoResult(BaseModel):
+    undo_workflow_id: str
+    withdrawals: int
+    stock_reversals: int
+    ledger_reversals: int
+    reversed_paise: int
+
+
+def undo_workflow_id(req: UndoRequest) -> str:
+    """Derived from the run and the scope: starting the same undo twice is the same workflow."""
+    import hashlib
+
+    base = f"undo-{req.run_workflow_id}"
+    if req.references:
+        digest = hashlib.sha256("\n".join(sorted(set(req.references))).encode()).hexdigest()[:10]
+        return f"{base}-refs-{digest}"
+    if req.supplier_id:
+        return f"{base}-supplier-{req.supplier_id}"
+    return base

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -59,6 +60,7 @@ def stack() -> Iterator[Stack]:
     finally:
         temporal.stop()
         postgres.stop()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -51,8 +51,11 @@ with workflow.unsafe.imports_passed_through():
         RunRequest,
         RunSummary,
         StepInput,
+        UndoRequest,
+        undo_workflow_id,
     )
     from workflows.policies import MODEL_TIMEOUT, READ_TIMEOUT, RETRY, WRITE_TIMEOUT
+    from workflows.undo import UndoReconciliation
 
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
 RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
@@ -65,6 +68,10 @@ T = TypeVar("T")
 
 class UndoRequested(Exception):
     """A person decided the whole run must be undone."""
+
+    def __init__(self, decision: RecordedDecision) -> None:
+        super().__init__(decision.decision)
+        self.decision = decision
 
 
 @workflow.defn
@@ -126,8 +133,36 @@ class NightlyReconciliation:
     # ------------------------------------------------------------------ the run
     @workflow.run
     async def run(self, req: RunRequest) -> RunSummary:
-        wf = workflow.info().workflow_id
         self._req = req
+        try:
+            return await self._forward(req)
+        except UndoRequested as undo:
+            return await self._undo_whole_run(undo.decision)
+
+    async def _undo_whole_run(self, decision: RecordedDecision) -> RunSummary:
+        """A person decided the run must go: compensate everything it did, as a child workflow
+        with the same id `recon undo RUN` would use, so the two can never both run."""
+        wf = workflow.info().workflow_id
+        self._progress.current_step = "undo"
+        self._set_status("Undoing")
+        request = UndoRequest(
+            run_workflow_id=wf, reason=decision.note or f"handover #{decision.handover_no}: undo",
+            by=decision.by, heartbeat_seconds=self._req.heartbeat_seconds,
+        )
+        await workflow.execute_child_workflow(
+            UndoReconciliation.run, request, id=undo_workflow_id(request),
+        )
+        self._set_status("Undone")
+        self._progress.current_step = None
+        p = self._progress
+        return RunSummary(
+            workflow_id=wf, status="Undone", invoices=p.invoices, parked=p.parked,
+            mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
+            stock_movements=p.stock_moved, debit_notes=p.debit_notes,
+        )
+
+    async def _forward(self, req: RunRequest) -> RunSummary:
+        wf = workflow.info().workflow_id
         self._progress = Progress(workflow_id=wf)
         self._set_status("Running")
         step = StepInput(workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse)
@@ -215,10 +250,10 @@ class NightlyReconciliation:
                 result = await body()
             except ActivityError as err:
                 decision = await self._hand_over(name, err)
-                if decision == "retry":
+                if decision.decision == "undo":
+                    raise UndoRequested(decision) from err
+                if decision.decision == "retry":
                     continue
-                if decision == "undo":
-                    raise UndoRequested()
                 result = None
             self._progress.steps_done.append(name)
             return result
@@ -240,15 +275,15 @@ class NightlyReconciliation:
                 next_action="send the debit notes (resume), check the evidence again (retry), "
                 "or undo the run (undo)",
             )
-            if decision == "resume":
+            if decision.decision == "resume":
                 return
-            if decision == "undo":
-                raise UndoRequested()
+            if decision.decision == "undo":
+                raise UndoRequested(decision)
 
     async def _hand_over(
         self, step: str, err: ActivityError | None, *, error_type: str = "",
         message: str = "", next_action: str = "",
-    ) -> str:
+    ) -> RecordedDecision:
         if err is not None:
             cause = err.cause
             error_type = cause.type if isinstance(cause, ApplicationError) and cause.type else \
@@ -293,7 +328,7 @@ class NightlyReconciliation:
         self._decision = None
         workflow.upsert_memo({"handover": None})
         self._set_status("Running")
-        return recorded.decision
+        return recorded
 
     @staticmethod
     def _attempts(err: ActivityError | None) -> int:

@@ -1,0 +1,127 @@
+"""The undo's compensations, one activity per store, run newest first by the undo workflow:
+withdrawal notes, then opposite stock movements, then ledger reversals.
+
+Each takes the original run's fence for its store, so the forward run's attempts, however stale,
+can never post after their reversal; and each writes under `undo:{original key}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TypeVar
+
+from temporalio import activity
+
+from activities import resources
+from activities.step import business_step, report_progress
+from recon import failpoints
+from recon.fencing import scope_for, take_fence
+from recon.ledger import LedgerEntry, post_entries
+from recon.models import Reversed, UndoRequest
+from recon.money import rupees
+from recon.outbox import Message, enqueue
+from recon.stock import StockMovement, move_stock
+from recon.undo import Scope, plan_undo, undo_key, withdrawal_key
+
+T = TypeVar("T")
+
+
+
+def _batches(items: list[T], step: str) -> Iterator[list[T]]:
+    """Committed batches (RECON_POST_BATCH), with the failpoints of the forward steps."""
+    size = resources.settings().post_batch_size
+    for start in range(0, len(items), size):
+        batch = items[start:start + size]
+        for n in range(start + 1, start + len(batch) + 1):
+            failpoints.hit(step, n)
+        yield batch
+        report_progress(start + len(batch))
+
+
+def _scope(req: UndoRequest) -> Scope:
+    return Scope(req.run_workflow_id, req.supplier_id, tuple(req.references))
+
+
+@activity.defn(name="withdraw_debit_notes")
+@business_step
+async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
+    """An email cannot be unsent: a withdrawal note follows every debit note in scope."""
+    pool = resources.pool()
+    scope = _scope(req)
+    fence = await take_fence(pool, scope_for(req.run_workflow_id, "outbox"))
+    plan = await plan_undo(pool, scope)
+    withdrawn, withdrawn_paise = 0, 0
+    async with pool.acquire() as conn:
+        for note in plan.notes:
+            amount = note["amount_paise"]
+            if scope.references:
+                amount = sum(r["amount_paise"] for r in plan.ledger
+                             if r["supplier_id"] == note["supplier_id"])
+            state = "sent" if note["sent_at"] else "queued"
+            key = withdrawal_key(note["key"], scope)
+            body = (
+                f"Please disregard {rupees(amount)} of our debit note {note['key']} ({state} "
+                f"earlier).\nReason: {req.reason}\nDecided by: {req.by}\n"
+                f"Withdrawal reference: {key}\nClaim withdrawn: {note['key']}\n"
+            )
+            await enqueue(conn, Message(
+                key=key, workflow_id=req.run_workflow_id, kind="withdrawal",
+                recipient=note["recipient"], subject=f"Withdrawal of debit note {note['key']}",
+                body=body, supplier_id=note["supplier_id"], amount_paise=-amount,
+                reverses=note["key"],
+            ), fence)
+            withdrawn += 1
+            withdrawn_paise += amount
+            report_progress(withdrawn)
+    return Reversed(count=withdrawn, paise=withdrawn_paise)
+
+
+@activity.defn(name="reverse_stock_movements")
+@business_step
+async def reverse_stock_movements(req: UndoRequest) -> Reversed:
+    pool = resources.pool()
+    fence = await take_fence(pool, scope_for(req.run_workflow_id, "stock"))
+    plan = await plan_undo(pool, _scope(req))
+    moves = [
+        StockMovement(
+            key=undo_key(m["key"]), workflow_id=req.run_workflow_id, warehouse=m["warehouse"],
+            sku=m["sku"], qty=-m["qty"], supplier_id=m["supplier_id"],
+            invoice_no=m["invoice_no"], line_no=m["line_no"],
+            note=f"reversal of {m['key']}: {req.reason} (by {req.by})", reverses=m["key"],
+        )
+        for m in plan.stock
+    ]
+    done = 0
+    async with pool.acquire() as conn:
+        for batch in _batches(moves, "reverse_stock_movements"):
+            done += await move_stock(conn, batch, fence)
+    return Reversed(count=done)
+
+
+@activity.defn(name="reverse_ledger_entries")
+@business_step
+async def reverse_ledger_entries(req: UndoRequest) -> Reversed:
+    pool = resources.pool()
+    fence = await take_fence(pool, scope_for(req.run_workflow_id, "ledger"))
+    plan = await plan_undo(pool, _scope(req))
+    entries = [
+        LedgerEntry(
+            reference=undo_key(r["reference"]), workflow_id=req.run_workflow_id,
+            invoice_no=r["invoice_no"], supplier_id=r["supplier_id"], line_no=r["line_no"],
+            kind="reversal", amount_paise=-r["amount_paise"],
+            memo=f"reversal: {req.reason} (by {req.by})", reverses=r["reference"],
+        )
+        for r in plan.ledger
+    ]
+    done = 0
+    async with pool.acquire() as conn:
+        for batch in _batches(entries, "reverse_ledger_entries"):
+            done += await post_entries(conn, batch, fence)
+        reversed_paise = await conn.fetchval(
+            "SELECT coalesce(-sum(r.amount_paise), 0)::bigint FROM ledger_entries r"
+            " JOIN ledger_entries o ON o.reference = r.reverses"
+            " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
+            " AND ($3::text[] IS NULL OR o.reference = ANY($3))",
+            *_scope(req).params(),
+        )
+    return Reversed(count=done, paise=int(reversed_paise))

@@ -1,0 +1,110 @@
+"""Compensation, SQL first. Nothing is deleted: every undo adds an opposite row that points at
+the original (`reverses`), under the key `undo:{original key}`. A partial unique index allows one
+reversal per original, so however often an undo runs, or whichever scopes overlap, each original
+is reversed at most once.
+
+The plan (what is still to reverse in a scope) is one query per store, used both by
+`recon undo --dry-run` and by the undo workflow's activities.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import asyncpg
+
+UNDO_PREFIX = "undo"
+
+
+def undo_key(original: str) -> str:
+    return f"{UNDO_PREFIX}:{original}"
+
+
+@dataclass(frozen=True)
+class Scope:
+    run: str
+    supplier_id: str | None = None
+    references: tuple[str, ...] = ()
+
+    def params(self) -> tuple[str, str | None, list[str] | None]:
+        return self.run, self.supplier_id, list(self.references) or None
+
+
+# $1 run, $2 supplier (or NULL), $3 references (or NULL)
+_LEDGER = """
+SELECT l.reference, l.invoice_no, l.supplier_id, l.line_no, l.amount_paise
+FROM ledger_entries l
+WHERE l.workflow_id = $1 AND l.reverses IS NULL AND l.kind <> 'reversal'
+  AND ($2::text IS NULL OR l.supplier_id = $2)
+  AND ($3::text[] IS NULL OR l.reference = ANY($3))
+  AND NOT EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference)
+ORDER BY l.posted_at DESC, l.reference DESC
+"""
+
+_STOCK = """
+SELECT m.key, m.warehouse, m.sku, m.qty, m.supplier_id, m.invoice_no, m.line_no
+FROM stock_movements m
+WHERE m.workflow_id = $1 AND m.reverses IS NULL
+  AND ($2::text IS NULL OR m.supplier_id = $2)
+  AND ($3::text[] IS NULL OR EXISTS (
+        SELECT 1 FROM ledger_entries l WHERE l.reference = ANY($3) AND l.workflow_id = $1
+          AND l.invoice_no = m.invoice_no AND l.line_no = m.line_no))
+  AND NOT EXISTS (SELECT 1 FROM stock_movements r WHERE r.reverses = m.key)
+ORDER BY m.moved_at DESC, m.key DESC
+"""
+
+_NOTES = """
+SELECT o.key, o.supplier_id, o.recipient, o.amount_paise, o.sent_at
+FROM outbox o
+WHERE o.workflow_id = $1 AND o.kind = 'debit-note'
+  AND ($2::text IS NULL OR o.supplier_id = $2)
+  AND ($3::text[] IS NULL OR EXISTS (
+        SELECT 1 FROM ledger_entries l WHERE l.reference = ANY($3) AND l.workflow_id = $1
+          AND l.supplier_id = o.supplier_id))
+ORDER BY o.created_at DESC, o.key DESC
+"""
+
+
+@dataclass
+class UndoPlan:
+    ledger: list[asyncpg.Record] = field(default_factory=list)
+    stock: list[asyncpg.Record] = field(default_factory=list)
+    notes: list[asyncpg.Record] = field(default_factory=list)
+
+    @property
+    def ledger_paise(self) -> int:
+        return sum(r["amount_paise"] for r in self.ledger)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.ledger or self.stock or self.notes)
+
+
+def withdrawal_key(note_key: str, scope: Scope) -> str:
+    """A whole-note withdrawal is `undo:{note}`; a partial one (a list of references) names
+    which references it withdraws, so a later, different partial undo gets its own note."""
+    if not scope.references:
+        return undo_key(note_key)
+    digest = hashlib.sha256("\n".join(sorted(scope.references)).encode()).hexdigest()[:10]
+    return f"{undo_key(note_key)}:refs-{digest}"
+
+
+async def plan_undo(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -> UndoPlan:
+    params = scope.params()
+    notes = await conn.fetch(_NOTES, *params)
+    pending_notes = []
+    for note in notes:
+        done = await conn.fetchval(
+            "SELECT 1 FROM outbox WHERE key = $1", withdrawal_key(note["key"], scope)
+        )
+        whole_done = await conn.fetchval(
+            "SELECT 1 FROM outbox WHERE key = $1", undo_key(note["key"])
+        )
+        if not done and not whole_done:
+            pending_notes.append(note)
+    return UndoPlan(
+        ledger=list(await conn.fetch(_LEDGER, *params)),
+        stock=list(await conn.fetch(_STOCK, *params)),
+        notes=pending_notes,
+    )

@@ -1,0 +1,58 @@
+"""UndoReconciliation: a saga's compensations, as a workflow of its own.
+
+Its id is derived from the run and the scope, so an undo interrupted by a crash resumes from its
+own history and starting the same undo twice is the same workflow. Compensations run newest
+first, so each starts from the state its own step left: withdrawal notes, stock, then ledger.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+
+with workflow.unsafe.imports_passed_through():
+    from activities.undo import (
+        reverse_ledger_entries,
+        reverse_stock_movements,
+        withdraw_debit_notes,
+    )
+    from recon.models import Reversed, UndoRequest, UndoResult
+    from workflows.policies import RETRY, WRITE_TIMEOUT
+
+RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
+RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
+
+
+@workflow.defn
+class UndoReconciliation:
+    def __init__(self) -> None:
+        self._done: list[str] = []
+
+    @workflow.query
+    def steps_done(self) -> list[str]:
+        return self._done
+
+    @workflow.run
+    async def run(self, req: UndoRequest) -> UndoResult:
+        workflow.upsert_search_attributes([RECON_STATUS.value_set("Undoing")])
+        counts: dict[str, Reversed] = {}
+        for step in (withdraw_debit_notes, reverse_stock_movements, reverse_ledger_entries):
+            name = step.__name__
+            workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
+            counts[name] = await workflow.execute_activity(
+                step, req,
+                start_to_close_timeout=WRITE_TIMEOUT,
+                heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
+                retry_policy=RETRY,
+            )
+            self._done.append(name)
+        workflow.upsert_search_attributes([RECON_STATUS.value_set("Undone")])
+        return UndoResult(
+            undo_workflow_id=workflow.info().workflow_id,
+            withdrawals=counts["withdraw_debit_notes"].count,
+            stock_reversals=counts["reverse_stock_movements"].count,
+            ledger_reversals=counts["reverse_ledger_entries"].count,
+            reversed_paise=counts["reverse_ledger_entries"].paise,
+        )
