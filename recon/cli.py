@@ -188,6 +188,9 @@ def run(
     wait: Annotated[bool, typer.Option("--wait", help="Wait for the run and print its summary.")] = False,
 ) -> None:
     """Start (or attach to) the night's run."""
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from recon.models import workflow_id_for
     from starter import start_night
 
     settings = load_settings()
@@ -204,7 +207,13 @@ def run(
         if not have:
             raise Refused(f"no invoices for {day} at {wh}: `recon seed` or `recon import` first")
         client = await _client()
-        handle = await start_night(client, settings, day, wh)
+        try:
+            handle = await start_night(client, settings, day, wh)
+        except WorkflowAlreadyStartedError:
+            raise Refused(
+                f"the run for {day} at {wh} already finished: see `recon inspect "
+                f"{workflow_id_for(day, wh)}`; to redo it, reset it in the Web UI or undo it"
+            ) from None
         console.print(f"run {handle.id} started (Web UI: workflow {handle.id})")
         if wait:
             from temporalio.client import WorkflowFailureError
@@ -300,7 +309,9 @@ def inspect(
 @app.command()
 @user_errors
 def demo(
-    exit_: Annotated[bool, typer.Option("--exit", help="Stop at once instead of keeping the Web UI up.")] = False,
+    exit_: Annotated[
+        bool, typer.Option("--exit", help="Stop at once instead of keeping the Web UI up.")
+    ] = False,
 ) -> None:
     """The crash story on the embedded stack: a worker dies at entry 24 of step 7, the run finishes."""
     from recon.demo import run_demo

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from recon.config import ENV_FILE_NAME, Settings, load_settings, write_env_file
 from recon.db import connect_pool, migrate
-from recon.embedded import EmbeddedPostgres, StackError, TemporalDevServer, port_open
+from recon.embedded import EmbeddedPostgres, TemporalDevServer
 
 
 @dataclass
@@ -58,8 +58,6 @@ async def prepare_database(url: str) -> None:
 
 def run_dev(state: Path, port: int, ui_port: int, with_worker: bool, announce) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started."""
-    if port_open(ui_port):
-        raise StackError(f"port {ui_port} (Web UI) is taken: is another `recon dev` running?")
     with embedded_stack(state, port, ui_port, persistent=True) as stack:
         asyncio.run(prepare_database(stack.postgres.url))
         write_env_file(state / ENV_FILE_NAME, {

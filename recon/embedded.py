@@ -90,8 +90,9 @@ class TemporalDevServer:
     def start(self, timeout: float = 30) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
         self._stop_leftover()
-        if port_open(self.port):
-            raise StackError(f"port {self.port} is taken: is another Temporal server running?")
+        for taken, what in ((self.port, "Temporal"), (self.ui_port, "Web UI")):
+            if port_open(taken):
+                raise StackError(f"port {taken} ({what}) is taken: is another `recon dev` running?")
         args = [
             temporal_binary(), "server", "start-dev",
             "--ip", "127.0.0.1",
