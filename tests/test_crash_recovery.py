@@ -16,6 +16,7 @@ from recon.history import read_history
 from recon.models import PostResult
 from recon.seed import seed_night
 from tests.helpers import ledger_rows, settings_for, start, wait_for
+from tests.tcp_proxy import TcpProxy
 
 
 def _count(pool: asyncpg.Pool, table: str, wf: str):
@@ -107,13 +108,23 @@ async def test_retry_resumes_inside_the_step_near_where_it_died(
 
 @pytest.mark.slow
 async def test_a_frozen_worker_that_wakes_up_writes_nothing(
-    pool: asyncpg.Pool, client: Client, night, spawn_worker
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, stack
 ) -> None:
-    """Worker A freezes (SIGSTOP) in step 7 past the heartbeat timeout; B takes over and finishes;
-    A wakes (SIGCONT) and goes on: its fencing token is stale, so it writes nothing."""
+    """Worker A freezes (SIGSTOP) at entry 24 of step 7 and its link to Temporal drops (a paused
+    VM whose network went away); past the heartbeat timeout Temporal retries on worker B, which
+    finishes the run. Then A wakes (SIGCONT), still cut off from Temporal but not from Postgres,
+    so nobody tells it to stop and it goes on writing: its fencing token is stale, Postgres
+    refuses the write, and the ledger stays exact.
+
+    (Without the cut, a frozen worker's open long-polls also swallow tasks the server hands it,
+    and when it wakes its heartbeat learns it was replaced and the SDK cancels it: a different
+    story, where the fence is the second line of defence rather than the only one.)"""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=120, mismatches=40)
-    frozen = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments:24:stop", RECON_POST_BATCH="5")
+    host, port = stack.temporal_address.rsplit(":", 1)
+    link = TcpProxy(host, int(port))
+    frozen = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments:24:stop", RECON_POST_BATCH="5",
+                          TEMPORAL_ADDRESS=f"127.0.0.1:{await link.start()}")
     handle = await start(client, settings_for(queue, post_batch_size=5), day, warehouse)
 
     await wait_for(lambda: asyncio.to_thread(lambda: "freezing" in frozen.output()), 60,
@@ -121,17 +132,20 @@ async def test_a_frozen_worker_that_wakes_up_writes_nothing(
     frozen_token = await pool.fetchval(
         "SELECT max(fence_token) FROM ledger_entries WHERE workflow_id = $1", handle.id)
     assert await _count(pool, "ledger_entries", handle.id) == 20
+    await link.cut()
 
     spawn_worker(queue)
     await asyncio.wait_for(handle.result(), 60)
     before = [tuple(r) for r in await ledger_rows(pool, handle.id)]
     assert len(before) == 40
+    assert await pool.fetchval(
+        "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND fence_token > $2",
+        handle.id, frozen_token) == 20, "B posted the other 20 under a newer token"
 
     frozen.thaw()
     await wait_for(lambda: asyncio.to_thread(lambda: "StaleAttempt" in frozen.output()), 30,
                    "worker A to find its token stale")
-    after = [tuple(r) for r in await ledger_rows(pool, handle.id)]
-    assert after == before
+    assert [tuple(r) for r in await ledger_rows(pool, handle.id)] == before
     assert await pool.fetchval(
         "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND fence_token = $2",
         handle.id, frozen_token) == 20
