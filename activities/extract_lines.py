@@ -34,6 +34,11 @@ ORDER BY r.seq
 """
 
 
+def _storable(text: str) -> str:
+    """Postgres text cannot hold NUL: a hostile answer must not stop the step."""
+    return text.replace("\x00", "\ufffd")
+
+
 def _check_against_source(found: ExtractedInvoice, invoice_no: str, supplier_id: str) -> None:
     """The document must be the invoice the source says it is; otherwise nobody should post it."""
     if found.invoice_no != invoice_no:
@@ -57,14 +62,15 @@ async def _record(
         call_id = await conn.fetchval(
             "INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response)"
             " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-            workflow_id, row["invoice_no"], name, model, answer.request, answer.response,
+            workflow_id, row["invoice_no"], name, model, _storable(answer.request),
+            _storable(answer.response),
         )
         try:
             found = read_answer(answer)
             _check_against_source(found, row["invoice_no"], row["supplier_id"])
         except UnreadableInvoice as exc:
-            await park(conn, workflow_id, STEP, row["invoice_no"], exc.reason,
-                       exc.evidence or row["document"][:200])
+            await park(conn, workflow_id, STEP, row["invoice_no"], _storable(exc.reason),
+                       _storable(exc.evidence or row["document"][:200]))
             return True
         fresh = await conn.fetchval(
             "INSERT INTO extractions (workflow_id, invoice_no, model_call_id, po_number, line_count)"

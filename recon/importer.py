@@ -51,7 +51,9 @@ async def import_directory(
     for path in files:
         if path.stat().st_size > MAX_DOCUMENT_CHARS * 4:
             raise ImportProblem(f"{path.name} is larger than an invoice document can be")
-        text = path.read_text(errors="replace")
+        # Postgres text cannot hold NUL; keep the document (it will be parked as unreadable if
+        # nobody can read it) rather than refuse the whole folder.
+        text = path.read_text(errors="replace").replace("\x00", "\ufffd")
         sender = _sender(text, supplier)
         if sender is None:
             unattributed.append(path.name)

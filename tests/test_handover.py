@@ -158,3 +158,36 @@ async def test_a_second_decision_on_the_same_handover_is_refused(
     assert summary.status == ("Completed" if winner[0] == "resume" else "Undone")
     decided = await pool.fetch("SELECT decision, decided_by FROM handovers WHERE workflow_id = $1", wf)
     assert [(d["decision"], d["decided_by"]) for d in decided] == [winner]
+
+
+async def test_a_step_is_done_only_when_the_ledger_holds_it(
+    pool: asyncpg.Pool, client: Client, night, spawn_worker
+) -> None:
+    """A ledger that silently drops entries (no error at all) is caught by the step's closing
+    check: the step fails non-retryably and the run hands over instead of calling it done."""
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=60, mismatches=8)
+    wf = f"recon-{day}-{warehouse}"
+    trigger = f"drop_{warehouse}"
+    await pool.execute(f"""
+        CREATE FUNCTION {trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RETURN NULL; END $$;
+        CREATE TRIGGER {trigger} BEFORE INSERT ON ledger_entries FOR EACH ROW
+        WHEN (NEW.workflow_id = '{wf}' AND NEW.line_no = 1) EXECUTE FUNCTION {trigger}();
+    """)
+    try:
+        spawn_worker(queue)
+        handle = await start(client, settings_for(queue), day, warehouse)
+        await wait_for(lambda: _awaiting(client, wf), 60, "the run to hand over")
+    finally:
+        await pool.execute(f"DROP TRIGGER {trigger} ON ledger_entries; DROP FUNCTION {trigger}();")
+    note = await pool.fetchrow("SELECT * FROM handovers WHERE workflow_id = $1", wf)
+    assert note["step"] == "post_adjustments" and note["error_type"] == "VerificationFailed"
+    assert "missing" in note["error_message"]
+    progress = await handle.query("progress")
+    assert "post_adjustments" not in progress["steps_done"]
+    assert await pool.fetchval(
+        "SELECT count(*) FROM stock_movements WHERE workflow_id = $1", wf) == 0
+    await handle.execute_update("decide", Decision(decision="retry", by="asha"))
+    await asyncio.wait_for(handle.result(), 60)
+    assert len(await ledger_rows(pool, wf)) == 8
