@@ -33,8 +33,10 @@ _progress: contextvars.ContextVar[dict[str, int | None]] = contextvars.ContextVa
 
 
 def report_progress(position: int) -> None:
-    """Record how far this attempt got; the next heartbeat carries it."""
+    """Record how far this attempt got and heartbeat it. The SDK sends the first heartbeat at
+    once and throttles the rest, so the first committed batch is always known to a retry."""
     _progress.get()["at"] = position
+    activity.heartbeat(position)
 
 
 def last_progress(default: int = 0) -> int:
@@ -59,8 +61,8 @@ async def _keep_alive() -> None:
     timeout = activity.info().heartbeat_timeout
     every = timeout.total_seconds() / 4 if timeout else 1.0
     while True:
-        _beat()
         await asyncio.sleep(every)
+        _beat()
 
 
 def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

@@ -57,6 +57,7 @@ class Settings:
     gate_max_parked_ratio: float
     gate_max_total_paise: int
     heartbeat_seconds: float
+    reminder_utc_time: str
 
 
 def _int(values: dict[str, str], key: str, default: int) -> int:
@@ -85,6 +86,18 @@ def _float(values: dict[str, str], key: str, default: float) -> float:
     return number
 
 
+def _clock(values: dict[str, str], key: str, default: str) -> str:
+    raw = values.get(key) or default
+    parts = raw.split(":")
+    try:
+        h, m, sec = (int(p) for p in (parts + ["0", "0"])[:3])
+    except ValueError:
+        raise ValueError(f"{key} must be HH:MM[:SS] in UTC, got {raw!r}") from None
+    if len(parts) > 3 or not (0 <= h < 24 and 0 <= m < 60 and 0 <= sec < 60):
+        raise ValueError(f"{key} must be HH:MM[:SS] in UTC, got {raw!r}")
+    return f"{h:02d}:{m:02d}:{sec:02d}"
+
+
 def load_settings() -> Settings:
     """Environment wins over `.recon/env`; defaults fill in the rest."""
     values = read_env_file(state_dir() / ENV_FILE_NAME)
@@ -106,4 +119,5 @@ def load_settings() -> Settings:
         gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO", 0.10),
         gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", 50_000_000),
         heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 3.0),
+        reminder_utc_time=_clock(values, "RECON_REMINDER_UTC", "03:30:00"),
     )

@@ -36,8 +36,7 @@ class RunRequest(BaseModel):
     max_parked_invoice_ratio: float = 0.10
     max_adjustment_total_paise: int = 50_000_000  # ₹5,00,000
     # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
-    reminder_utc_hour: int = 3
-    reminder_utc_minute: int = 30
+    reminder_utc_time: str = "03:30:00"
 
 
 class StepInput(BaseModel):

@@ -191,3 +191,32 @@ async def test_a_step_is_done_only_when_the_ledger_holds_it(
     await handle.execute_update("decide", Decision(decision="retry", by="asha"))
     await asyncio.wait_for(handle.result(), 60)
     assert len(await ledger_rows(pool, wf)) == 8
+
+
+async def test_a_waiting_run_sends_a_reminder_each_morning(
+    pool: asyncpg.Pool, client: Client, night, spawn_worker
+) -> None:
+    """The 'morning' is set a few seconds ahead so the test sees the reminder go out."""
+    from datetime import UTC, datetime, timedelta
+
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
+    wf = f"recon-{day}-{warehouse}"
+    spawn_worker(queue)
+    soon = (datetime.now(UTC) + timedelta(seconds=10)).strftime("%H:%M:%S")
+    handle = await start(client, settings_for(queue, gate_max_total_paise=100,
+                                              reminder_utc_time=soon), day, warehouse)
+    await wait_for(lambda: _awaiting(client, wf), 60, "the gate to hand over")
+
+    async def reminded() -> int:
+        return await pool.fetchval(
+            "SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'reminder'", wf)
+    await wait_for(reminded, 30, "the morning reminder")
+    reminder = await pool.fetchrow(
+        "SELECT * FROM outbox WHERE workflow_id = $1 AND kind = 'reminder'", wf)
+    assert reminder["key"] == f"{wf}:handover:1:reminder:1"
+    assert "still waits for a decision" in reminder["subject"]
+    assert (await handle.query("progress"))["status"] == "AwaitingDecision"
+    await handle.execute_update("decide", Decision(decision="resume", by="asha"))
+    await asyncio.wait_for(handle.result(), 60)
+    assert await reminded() == 1, "the next reminder is a day away"

@@ -343,10 +343,9 @@ class NightlyReconciliation:
 
     def _until_next_morning(self) -> timedelta:
         now = workflow.now()
-        morning = now.replace(
-            hour=self._req.reminder_utc_hour, minute=self._req.reminder_utc_minute,
-            second=0, microsecond=0,
-        )
+        hour, minute, second = (int(part) for part in
+                                (self._req.reminder_utc_time.split(":") + ["0", "0"])[:3])
+        morning = now.replace(hour=hour, minute=minute, second=second, microsecond=0)
         if morning <= now:
             morning += timedelta(days=1)
         return morning - now

@@ -1,0 +1,362 @@
+"""How long does a whole night take at scale, end to end, on the embedded stack.
+
+    uv run python bench/night.py [--invoices N] [--mismatches M] [--repeats R]
+
+Starts its own embedded Temporal dev server (in memory, free ports) and embedded PostgreSQL in a
+temporary directory, applies the migrations, and for each of R nights (different dates, one stack):
+seeds the night with `recon.seed.seed_night`, starts a real worker in this process on a task queue
+of its own, starts the run with `starter.start_night` and waits for its result. Then it reads the
+run's event history and Postgres and prints:
+
+  - seconds for seeding and for the run (wall, start to result), invoices per second of the run;
+  - per step (activity type): wall seconds from its first ActivityTaskScheduled to its last
+    ActivityTaskCompleted (event times from the history), how many activities, their mean time;
+  - history events (Temporal warns at 10,240 and terminates at 51,200), history bytes, and the
+    largest payload anywhere in the history (warns at 256 KB, fails at 2 MB);
+  - model_calls / invoice_reads / ledger rows / distinct keys from Postgres, which must equal
+    invoices / invoices / mismatches / mismatches (OK or MISMATCH).
+
+With R > 1 it also prints the median of every number over the R nights. The debit-note gate is
+opened wide for the bench (a seeded night's adjustments exceed the default ₹5,00,000), so a run
+never waits for a person; if one hands over anyway the bench stops with the note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
+from pathlib import Path
+
+import structlog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from temporalio.api.common.v1 import Payload  # noqa: E402
+from temporalio.api.enums.v1 import EventType  # noqa: E402
+from temporalio.client import Client, WorkflowHandle  # noqa: E402
+from temporalio.common import SearchAttributeKey  # noqa: E402
+
+from recon.db import connect_pool, migrate  # noqa: E402
+from recon.devstack import RunningStack, embedded_stack  # noqa: E402
+from recon.embedded import free_port  # noqa: E402
+from recon.models import STEPS, workflow_id_for  # noqa: E402
+from recon.seed import seed_night  # noqa: E402
+from recon.temporal_client import connect  # noqa: E402
+
+WAREHOUSE = "ldh"
+FIRST_DATE = date(2031, 1, 1)
+HISTORY_WARN, HISTORY_LIMIT = 10_240, 51_200
+PAYLOAD_WARN = 256 * 1024
+RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
+
+_COUNTS = """
+SELECT
+  (SELECT count(*) FROM model_calls WHERE workflow_id = $1) AS model_calls,
+  (SELECT count(*) FROM invoice_reads WHERE workflow_id = $1) AS invoice_reads,
+  (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1) AS ledger_rows,
+  (SELECT count(DISTINCT reference) FROM ledger_entries WHERE workflow_id = $1) AS distinct_keys,
+  (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS mismatches_flagged,
+  (SELECT count(*) FROM parked_items WHERE workflow_id = $1) AS parked
+"""
+
+
+# ------------------------------------------------------------------ reading the history
+@dataclass
+class StepTiming:
+    name: str
+    activities: int = 0
+    first_scheduled: float | None = None
+    last_completed: float | None = None
+    busy: float = 0.0  # sum over its activities of scheduled -> completed
+    attempts_max: int = 0
+
+    @property
+    def wall(self) -> float:
+        if self.first_scheduled is None or self.last_completed is None:
+            return float("nan")
+        return self.last_completed - self.first_scheduled
+
+
+@dataclass
+class HistoryReport:
+    events: int = 0
+    history_bytes: int = 0
+    largest_payload: int = 0
+    largest_where: str = ""
+    steps: dict[str, StepTiming] = field(default_factory=dict)
+    first_event: float = 0.0
+    last_event: float = 0.0
+
+
+def _payload_sizes(message, path: str = ""):
+    """Every Payload anywhere inside a protobuf message: (size in bytes, field path)."""
+    for desc, value in message.ListFields():
+        if desc.message_type is None:
+            continue
+        items = value.values() if desc.message_type.GetOptions().map_entry else (
+            value if desc.label == desc.LABEL_REPEATED else [value])
+        for item in items:
+            where = f"{path}.{desc.name}" if path else desc.name
+            if isinstance(item, Payload):
+                yield item.ByteSize(), where
+            elif hasattr(item, "ListFields"):
+                yield from _payload_sizes(item, where)
+
+
+async def read_history(handle: WorkflowHandle) -> HistoryReport:
+    report = HistoryReport()
+    history = await handle.fetch_history()
+    scheduled: dict[int, tuple[str, float]] = {}
+    for event in history.events:
+        report.events += 1
+        report.history_bytes += event.ByteSize()
+        at = event.event_time.ToDatetime().timestamp()
+        if report.events == 1:
+            report.first_event = at
+        report.last_event = at
+        attrs_name = event.WhichOneof("attributes")
+        for size, where in _payload_sizes(event):
+            if size > report.largest_payload:
+                activity = ""
+                if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                    activity = f" ({event.activity_task_scheduled_event_attributes.activity_type.name})"
+                elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                    sid = event.activity_task_completed_event_attributes.scheduled_event_id
+                    activity = f" ({scheduled.get(sid, ('?', 0))[0]})"
+                report.largest_payload = size
+                report.largest_where = f"event {event.event_id} {attrs_name}.{where}{activity}"
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            name = event.activity_task_scheduled_event_attributes.activity_type.name
+            scheduled[event.event_id] = (name, at)
+            step = report.steps.setdefault(name, StepTiming(name))
+            step.activities += 1
+            if step.first_scheduled is None:
+                step.first_scheduled = at
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            attrs = event.activity_task_started_event_attributes
+            step = report.steps[scheduled[attrs.scheduled_event_id][0]]
+            step.attempts_max = max(step.attempts_max, attrs.attempt)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attrs = event.activity_task_completed_event_attributes
+            name, when = scheduled[attrs.scheduled_event_id]
+            step = report.steps[name]
+            step.last_completed = at
+            step.busy += at - when
+    return report
+
+
+# ------------------------------------------------------------------ one night
+@dataclass
+class Night:
+    day: str
+    invoices: int
+    mismatches: int
+    seed_seconds: float
+    run_seconds: float
+    history: HistoryReport
+    counts: dict[str, int]
+
+    @property
+    def per_second(self) -> float:
+        return self.invoices / self.run_seconds
+
+    @property
+    def checks(self) -> dict[str, tuple[int, int]]:
+        return {
+            "model_calls": (self.counts["model_calls"], self.invoices),
+            "invoice_reads": (self.counts["invoice_reads"], self.invoices),
+            "ledger_rows": (self.counts["ledger_rows"], self.mismatches),
+            "distinct_keys": (self.counts["distinct_keys"], self.mismatches),
+        }
+
+    @property
+    def ok(self) -> bool:
+        return all(got == want for got, want in self.checks.values())
+
+
+async def _watch(client: Client, handle: WorkflowHandle, started: float, every: float) -> None:
+    """Progress lines on stderr for long nights; stop the bench if the run waits for a person."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            progress = await handle.query("progress")
+        except Exception as exc:  # a query can time out while the worker is busy: just say so
+            print(f"  [{time.perf_counter() - started:7.0f} s] (progress query failed: {exc})",
+                  file=sys.stderr, flush=True)
+            continue
+        print(f"  [{time.perf_counter() - started:7.0f} s] step {progress.get('current_step')}, "
+              f"extracted {progress.get('extracted', 0):,}, parked {progress.get('parked', 0):,}",
+              file=sys.stderr, flush=True)
+        if progress.get("status") == "AwaitingDecision":
+            note = await handle.query("pending_handover")
+            raise SystemExit(f"the run handed over to a person, the bench cannot go on: {note}")
+
+
+async def run_night(stack: RunningStack, client: Client, pool, day: str, invoices: int,
+                    mismatches: int, seed: int, watch_every: float) -> Night:
+    from starter import start_night
+    from worker import run_worker
+
+    started = time.perf_counter()
+    seeded = await seed_night(pool, day, WAREHOUSE, invoices, mismatches, seed)
+    seed_seconds = time.perf_counter() - started
+    if len(seeded.adjustments) != mismatches:
+        raise SystemExit(f"bench bug: seeded {len(seeded.adjustments)} adjustments, not {mismatches}")
+    print(f"  {day}: seeded {invoices:,} invoices ({mismatches:,} adjustments due, "
+          f"{len(seeded.unreadable)} unreadable, {len(seeded.no_po_invoices)} citing no PO, "
+          f"{len(seeded.unknown_sku_lines)} unknown SKUs) in {seed_seconds:.1f} s", flush=True)
+
+    settings = replace(
+        stack.settings(),
+        task_queue=f"bench-night-{uuid.uuid4().hex[:8]}",
+        warehouse=WAREHOUSE,
+        openai_api_key=None, openai_base_url=None, failpoints="",  # the offline extractor
+        gate_max_parked_ratio=1.0, gate_max_total_paise=10**15,  # never hand over at the gate
+    )
+    ready, stop = asyncio.Event(), asyncio.Event()
+    worker = asyncio.create_task(run_worker(settings, ready=ready, stop=stop))
+    try:
+        await asyncio.wait_for(ready.wait(), 60)
+        started = time.perf_counter()
+        handle = await start_night(client, settings, day, WAREHOUSE)
+        watcher = asyncio.create_task(_watch(client, handle, started, watch_every))
+        result_task = asyncio.ensure_future(handle.result())
+        try:
+            done, _ = await asyncio.wait({result_task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            if watcher in done:
+                result_task.cancel()
+                watcher.result()  # raises SystemExit with the handover note
+            result = result_task.result()
+        finally:
+            watcher.cancel()
+        run_seconds = time.perf_counter() - started
+    finally:
+        stop.set()
+        await asyncio.wait_for(worker, 60)
+    print(f"  {day}: run {result.status} in {run_seconds:.1f} s ({result.invoices:,} invoices, "
+          f"{result.parked:,} parked, {result.mismatches:,} mismatches, "
+          f"{result.debit_notes} debit notes)", flush=True)
+    history = await read_history(handle)
+    counts = dict(await pool.fetchrow(_COUNTS, handle.id))
+    return Night(day, invoices, mismatches, seed_seconds, run_seconds, history, counts)
+
+
+# ------------------------------------------------------------------ printing
+def _order(names) -> list[str]:
+    known = [n for n in STEPS if n in names]
+    return known + sorted(n for n in names if n not in STEPS)
+
+
+def show_night(n: Night) -> None:
+    h = n.history
+    print(f"\nnight {n.day} ({workflow_id_for(n.day, WAREHOUSE)})")
+    print(f"  invoices                 {n.invoices:>12,}")
+    print(f"  seed seconds             {n.seed_seconds:>12.2f}")
+    print(f"  run seconds (wall)       {n.run_seconds:>12.2f}")
+    print(f"  invoices per second      {n.per_second:>12,.1f}")
+    print(f"  {'step':<24}{'wall s':>10}{'share':>8}{'acts':>7}{'mean act s':>12}{'max try':>9}")
+    for name in _order(h.steps):
+        s = h.steps[name]
+        mean = s.busy / s.activities if s.activities else 0.0
+        print(f"  {name:<24}{s.wall:>10.2f}{s.wall / n.run_seconds:>8.1%}{s.activities:>7}"
+              f"{mean:>12.2f}{s.attempts_max:>9}")
+    steps_sum = sum(s.wall for s in h.steps.values())
+    span = h.last_event - h.first_event
+    print(f"  {'(sum of steps)':<24}{steps_sum:>10.2f}{steps_sum / n.run_seconds:>8.1%}")
+    print(f"  {'(history first..last)':<24}{span:>10.2f}   between steps: {span - steps_sum:.2f} s")
+    warn = "over the warning" if h.events > HISTORY_WARN else "under the warning"
+    print(f"  history events           {h.events:>12,}  ({warn} of {HISTORY_WARN:,}; "
+          f"limit {HISTORY_LIMIT:,})")
+    print(f"  history bytes            {h.history_bytes:>12,}")
+    flag = "over 256 KB warning" if h.largest_payload > PAYLOAD_WARN else "ok"
+    print(f"  largest payload bytes    {h.largest_payload:>12,}  ({flag}; {h.largest_where})")
+    for label, (got, want) in n.checks.items():
+        verdict = "OK" if got == want else "MISMATCH"
+        print(f"  {label:<24} {got:>12,}  expected {want:,}: {verdict}")
+    print(f"  (mismatches flagged {n.counts['mismatches_flagged']:,}, parked items "
+          f"{n.counts['parked']:,})")
+
+
+def show_median(nights: list[Night]) -> None:
+    def med(xs) -> float:
+        return statistics.median(xs)
+
+    print(f"\nmedian of {len(nights)} nights ({', '.join(n.day for n in nights)})")
+    print(f"  {'':<24}{'median':>12}{'min':>12}{'max':>12}")
+    rows = [
+        ("seed seconds", [n.seed_seconds for n in nights]),
+        ("run seconds (wall)", [n.run_seconds for n in nights]),
+        ("invoices per second", [n.per_second for n in nights]),
+        ("history events", [n.history.events for n in nights]),
+        ("largest payload bytes", [n.history.largest_payload for n in nights]),
+    ]
+    names = _order({name for n in nights for name in n.history.steps})
+    rows += [(f"step {name}", [n.history.steps[name].wall for n in nights
+                               if name in n.history.steps]) for name in names]
+    for label, xs in rows:
+        print(f"  {label:<24}{med(xs):>12,.2f}{min(xs):>12,.2f}{max(xs):>12,.2f}")
+    bad = [n.day for n in nights if not n.ok]
+    print(f"  counts: {'OK on every night' if not bad else 'MISMATCH on ' + ', '.join(bad)}")
+
+
+# ------------------------------------------------------------------ main
+async def run(args: argparse.Namespace) -> int:
+    state = Path(tempfile.mkdtemp(prefix="recon-bench-night-"))
+    nights: list[Night] = []
+    port, ui_port = free_port(), free_port()
+    print(f"starting embedded Temporal (:{port}, in memory) and Postgres in {state} ...", flush=True)
+    try:
+        with embedded_stack(state, port=port, ui_port=ui_port, persistent=False) as stack:
+            pool = await connect_pool(stack.postgres.url, max_size=4)
+            try:
+                await migrate(pool)
+                client = await connect(stack.settings())
+                print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, "
+                      f"server {await pool.fetchval('SHOW server_version')}; "
+                      f"{args.invoices:,} invoices, {args.mismatches:,} mismatches, "
+                      f"{args.repeats} night(s)", flush=True)
+                for r in range(args.repeats):
+                    day = (FIRST_DATE + timedelta(days=r)).isoformat()
+                    nights.append(await run_night(stack, client, pool, day, args.invoices,
+                                                  args.mismatches, args.seed, args.progress_every))
+            finally:
+                await pool.close()
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+    for n in nights:
+        show_night(n)
+    if len(nights) > 1:
+        show_median(nights)
+    return 0 if all(n.ok for n in nights) else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--invoices", type=int, default=10_000, help="invoices per night")
+    parser.add_argument("--mismatches", type=int, default=500, help="adjustments seeded per night")
+    parser.add_argument("--repeats", type=int, default=1, help="independent nights (different dates)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the generated nights")
+    parser.add_argument("--progress-every", type=float, default=30.0,
+                        help="seconds between progress lines on stderr")
+    args = parser.parse_args()
+    if min(args.invoices, args.repeats) < 1 or args.mismatches < 0 or args.progress_every <= 0:
+        parser.error("--invoices and --repeats must be at least 1, --mismatches at least 0")
+    os.environ.pop("RECON_FAILPOINTS", None)  # failpoints read the environment: none in a bench
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    sys.exit(asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()
