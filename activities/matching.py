@@ -19,6 +19,19 @@ async def _locked(conn: asyncpg.Connection, workflow_id: str) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", workflow_id)
 
 
+async def _fill_once(workflow_id: str, table: str, insert: str) -> Count:
+    """Fill the run's rows of `table` in one transaction, unless an earlier attempt already did:
+    the rows are a function of the run's saved inputs, so the first complete fill stands."""
+    count = f"SELECT count(*) FROM {table} WHERE workflow_id = $1"
+    async with resources.pool().acquire() as conn, conn.transaction():
+        await _locked(conn, workflow_id)
+        have = await conn.fetchval(count, workflow_id)
+        if not have:
+            await conn.execute(insert, workflow_id)
+            have = await conn.fetchval(count, workflow_id)
+    return Count(count=int(have))
+
+
 @activity.defn(name="match_orders")
 @business_step
 async def match_orders(step: StepInput) -> Count:
@@ -119,15 +132,9 @@ async def read_stock(step: StepInput) -> Count:
 @business_step
 async def compare_quantities(step: StepInput) -> Count:
     """Step 5. One comparison per matched line: invoiced vs received quantity, invoice vs PO price."""
-    async with resources.pool().acquire() as conn, conn.transaction():
-        await _locked(conn, step.workflow_id)
-        have = await conn.fetchval(
-            "SELECT count(*) FROM comparisons WHERE workflow_id = $1", step.workflow_id
-        )
-        if have:
-            return Count(count=int(have))
-        await conn.execute(
-            """
+    return await _fill_once(
+        step.workflow_id, "comparisons",
+        """
             INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
                                      invoiced_qty, received_qty, invoice_price_paise, po_price_paise)
             SELECT $1, row_number() OVER (ORDER BY l.invoice_no, l.line_no), l.invoice_no,
@@ -139,13 +146,8 @@ async def compare_quantities(step: StepInput) -> Count:
             JOIN stock_snapshots s ON s.workflow_id = l.workflow_id AND s.po_number = m.po_number
                                   AND s.sku = m.sku
             WHERE l.workflow_id = $1
-            """,
-            step.workflow_id,
-        )
-        have = await conn.fetchval(
-            "SELECT count(*) FROM comparisons WHERE workflow_id = $1", step.workflow_id
-        )
-    return Count(count=int(have))
+        """,
+    )
 
 
 @activity.defn(name="flag_mismatches")
@@ -154,15 +156,9 @@ async def flag_mismatches(step: StepInput) -> Count:
     """Step 6. Billed for more than arrived: a `qty` adjustment of the missing units at the
     invoice price. Billed above the PO price: a `price` adjustment on the units that arrived.
     Billed for less is flagged too, with a negative amount. Each gets its ledger key here."""
-    async with resources.pool().acquire() as conn, conn.transaction():
-        await _locked(conn, step.workflow_id)
-        have = await conn.fetchval(
-            "SELECT count(*) FROM mismatches WHERE workflow_id = $1", step.workflow_id
-        )
-        if have:
-            return Count(count=int(have))
-        await conn.execute(
-            """
+    return await _fill_once(
+        step.workflow_id, "mismatches",
+        """
             WITH found AS (
                 SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
                        (invoiced_qty - received_qty)::bigint * invoice_price_paise AS amount,
@@ -182,10 +178,5 @@ async def flag_mismatches(step: StepInput) -> Count:
                    $1 || ':' || invoice_no || ':' || line_no || ':' || kind,
                    invoice_no, line_no, supplier_id, kind, amount, detail
             FROM found WHERE amount <> 0
-            """,
-            step.workflow_id,
-        )
-        have = await conn.fetchval(
-            "SELECT count(*) FROM mismatches WHERE workflow_id = $1", step.workflow_id
-        )
-    return Count(count=int(have))
+        """,
+    )

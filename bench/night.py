@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -104,8 +105,9 @@ def _payload_sizes(message, path: str = ""):
     for desc, value in message.ListFields():
         if desc.message_type is None:
             continue
+        repeated = desc.is_repeated if hasattr(desc, "is_repeated") else desc.label == desc.LABEL_REPEATED
         items = value.values() if desc.message_type.GetOptions().map_entry else (
-            value if desc.label == desc.LABEL_REPEATED else [value])
+            value if repeated else [value])
         for item in items:
             where = f"{path}.{desc.name}" if path else desc.name
             if isinstance(item, Payload):
@@ -125,7 +127,6 @@ async def read_history(handle: WorkflowHandle) -> HistoryReport:
         if report.events == 1:
             report.first_event = at
         report.last_event = at
-        attrs_name = event.WhichOneof("attributes")
         for size, where in _payload_sizes(event):
             if size > report.largest_payload:
                 activity = ""
@@ -135,7 +136,7 @@ async def read_history(handle: WorkflowHandle) -> HistoryReport:
                     sid = event.activity_task_completed_event_attributes.scheduled_event_id
                     activity = f" ({scheduled.get(sid, ('?', 0))[0]})"
                 report.largest_payload = size
-                report.largest_where = f"event {event.event_id} {attrs_name}.{where}{activity}"
+                report.largest_where = f"event {event.event_id} {where}{activity}"
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             name = event.activity_task_scheduled_event_attributes.activity_type.name
             scheduled[event.event_id] = (name, at)
@@ -294,12 +295,13 @@ def show_median(nights: list[Night]) -> None:
 
     print(f"\nmedian of {len(nights)} nights ({', '.join(n.day for n in nights)})")
     print(f"  {'':<24}{'median':>12}{'min':>12}{'max':>12}")
+    for label, xs in (("history events", [n.history.events for n in nights]),
+                      ("largest payload bytes", [n.history.largest_payload for n in nights])):
+        print(f"  {label:<24}{med(xs):>12,.0f}{min(xs):>12,}{max(xs):>12,}")
     rows = [
         ("seed seconds", [n.seed_seconds for n in nights]),
         ("run seconds (wall)", [n.run_seconds for n in nights]),
         ("invoices per second", [n.per_second for n in nights]),
-        ("history events", [n.history.events for n in nights]),
-        ("largest payload bytes", [n.history.largest_payload for n in nights]),
     ]
     names = _order({name for n in nights for name in n.history.steps})
     rows += [(f"step {name}", [n.history.steps[name].wall for n in nights
@@ -353,6 +355,7 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.invoices, args.repeats) < 1 or args.mismatches < 0 or args.progress_every <= 0:
         parser.error("--invoices and --repeats must be at least 1, --mismatches at least 0")
+    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs.*")  # as pytest does
     os.environ.pop("RECON_FAILPOINTS", None)  # failpoints read the environment: none in a bench
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     sys.exit(asyncio.run(run(args)))

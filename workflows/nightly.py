@@ -231,9 +231,14 @@ class NightlyReconciliation:
         total = Count(count=0, parked=0)
         for start in range(0, len(batches), EXTRACT_WAVE):
             wave = batches[start:start + EXTRACT_WAVE]
+            # Let the whole wave settle before failing: a retry must never overlap a batch that
+            # is still calling the model, or an invoice could be paid for twice.
             results = await asyncio.gather(
-                *(self._act(extract_lines, b, MODEL_TIMEOUT) for b in wave)
+                *(self._act(extract_lines, b, MODEL_TIMEOUT) for b in wave), return_exceptions=True
             )
+            for r in results:
+                if isinstance(r, BaseException):
+                    raise r
             for r in results:
                 total.count += r.count
                 total.parked += r.parked
