@@ -20,6 +20,7 @@ def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRe
         heartbeat_seconds=settings.heartbeat_seconds,
         max_parked_invoice_ratio=settings.gate_max_parked_ratio,
         max_adjustment_total_paise=settings.gate_max_total_paise,
+        max_adjustment_share=settings.gate_max_adjustment_share,
         reminder_utc_time=settings.reminder_utc_time,
     )
 

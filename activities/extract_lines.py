@@ -54,40 +54,51 @@ def _check_against_source(found: ExtractedInvoice, invoice_no: str, supplier_id:
         raise UnreadableInvoice("document repeats a line number")
 
 
+_RECORD = """
+WITH call AS (
+    INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response)
+    VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
+), fresh AS (
+    INSERT INTO extractions (workflow_id, invoice_no, model_call_id, po_number, line_count)
+    SELECT $1, $2, id, $7, cardinality($8::int[]) FROM call
+    ON CONFLICT DO NOTHING RETURNING 1
+)
+INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
+                           description, qty, unit_price_paise)
+SELECT $1, $2, x.n, $9, $7, x.sku, x.description, x.qty, x.price
+FROM unnest($8::int[], $10::text[], $11::text[], $12::int[], $13::bigint[])
+     AS x(n, sku, description, qty, price)
+WHERE EXISTS (SELECT 1 FROM fresh)
+"""
+
+
 async def _record(
     conn: asyncpg.Connection, workflow_id: str, row: asyncpg.Record, answer, name: str, model: str
 ) -> bool:
-    """Store the call and its result in one transaction. True if the invoice was parked."""
-    async with conn.transaction():
-        call_id = await conn.fetchval(
-            "INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response)"
-            " VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-            workflow_id, row["invoice_no"], name, model, _storable(answer.request),
-            _storable(answer.response),
-        )
-        try:
-            found = read_answer(answer)
-            _check_against_source(found, row["invoice_no"], row["supplier_id"])
-        except UnreadableInvoice as exc:
+    """Store the call and its result atomically (one statement: a single commit per invoice).
+    True if the invoice was parked. If a racing attempt stored a result first, this call is
+    still recorded (it was sent and paid for) but its lines are not added again."""
+    request, response = _storable(answer.request), _storable(answer.response)
+    try:
+        found = read_answer(answer)
+        _check_against_source(found, row["invoice_no"], row["supplier_id"])
+    except UnreadableInvoice as exc:
+        async with conn.transaction():
+            await conn.execute(
+                "INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request,"
+                " response) VALUES ($1, $2, $3, $4, $5, $6)",
+                workflow_id, row["invoice_no"], name, model, request, response,
+            )
             await park(conn, workflow_id, STEP, row["invoice_no"], _storable(exc.reason),
                        _storable(exc.evidence or row["document"][:200]))
-            return True
-        fresh = await conn.fetchval(
-            "INSERT INTO extractions (workflow_id, invoice_no, model_call_id, po_number, line_count)"
-            " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1",
-            workflow_id, row["invoice_no"], call_id, found.po_number, len(found.lines),
-        )
-        if fresh:
-            await conn.executemany(
-                "INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id,"
-                " po_number, sku, description, qty, unit_price_paise)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                [
-                    (workflow_id, row["invoice_no"], ln.line_no, row["supplier_id"],
-                     found.po_number, ln.sku, ln.description, ln.quantity, ln.unit_price_paise)
-                    for ln in found.lines
-                ],
-            )
+        return True
+    lines = found.lines
+    await conn.execute(
+        _RECORD, workflow_id, row["invoice_no"], name, model, request, response,
+        found.po_number, [ln.line_no for ln in lines], row["supplier_id"],
+        [ln.sku for ln in lines], [ln.description for ln in lines],
+        [ln.quantity for ln in lines], [ln.unit_price_paise for ln in lines],
+    )
     return False
 
 

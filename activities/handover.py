@@ -158,7 +158,9 @@ async def check_evidence(gate: GateInput) -> GateVerdict:
     row = await pool.fetchrow(
         "SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,"
         " (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL) AS parked,"
-        " (SELECT coalesce(sum(amount_paise), 0) FROM mismatches WHERE workflow_id = $1) AS total",
+        " (SELECT coalesce(sum(amount_paise), 0) FROM mismatches WHERE workflow_id = $1) AS total,"
+        " (SELECT coalesce(sum(qty::bigint * unit_price_paise), 0) FROM invoice_lines"
+        "   WHERE workflow_id = $1) AS invoiced",
         gate.workflow_id,
     )
     if row["invoices"] and row["parked"] / row["invoices"] > gate.max_parked_invoice_ratio:
@@ -166,7 +168,13 @@ async def check_evidence(gate: GateInput) -> GateVerdict:
             f"{row['parked']} of {row['invoices']} invoices parked, above the "
             f"{gate.max_parked_invoice_ratio:.0%} threshold"
         )
-    if row["total"] > gate.max_adjustment_total_paise:
+    if row["invoiced"] and row["total"] / row["invoiced"] > gate.max_adjustment_share:
+        reasons.append(
+            f"adjustments total {rupees(int(row['total']))}, "
+            f"{row['total'] / row['invoiced']:.1%} of the {rupees(int(row['invoiced']))} invoiced, "
+            f"above the {gate.max_adjustment_share:.0%} threshold"
+        )
+    if gate.max_adjustment_total_paise and row["total"] > gate.max_adjustment_total_paise:
         reasons.append(
             f"adjustments total {rupees(int(row['total']))}, above the "
             f"{rupees(gate.max_adjustment_total_paise)} threshold"

@@ -29,14 +29,18 @@ R = TypeVar("R")
 MAX_ATTEMPTS_FOR_TEMPORARY = 4
 
 # A mutable box per attempt: the ticker task holds a copy of the context, so it must share the box.
-_progress: contextvars.ContextVar[dict[str, int | None]] = contextvars.ContextVar("progress")
+_progress: contextvars.ContextVar[dict] = contextvars.ContextVar("progress")
 
 
 def report_progress(position: int) -> None:
-    """Record how far this attempt got and heartbeat it. The SDK sends the first heartbeat at
-    once and throttles the rest, so the first committed batch is always known to a retry."""
-    _progress.get()["at"] = position
-    activity.heartbeat(position)
+    """Record how far this attempt got; the ticker heartbeats it. The first report of an attempt
+    is heartbeated at once (the SDK sends a first heartbeat immediately), so a retry always
+    knows at least the first committed batch, without a heartbeat per item on hot loops."""
+    box = _progress.get()
+    first = not box.get("reported")
+    box["at"], box["reported"] = position, True
+    if first:
+        activity.heartbeat(position)
 
 
 def last_progress(default: int = 0) -> int:

@@ -56,11 +56,12 @@ class Settings:
     failpoints: str
     gate_max_parked_ratio: float
     gate_max_total_paise: int
+    gate_max_adjustment_share: float
     heartbeat_seconds: float
     reminder_utc_time: str
 
 
-def _int(values: dict[str, str], key: str, default: int) -> int:
+def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> int:
     raw = values.get(key)
     if raw is None or raw == "":
         return default
@@ -68,8 +69,8 @@ def _int(values: dict[str, str], key: str, default: int) -> int:
         number = int(raw)
     except ValueError:
         raise ValueError(f"{key} must be a whole number, got {raw!r}") from None
-    if number < 1:
-        raise ValueError(f"{key} must be at least 1, got {number}")
+    if number < minimum:
+        raise ValueError(f"{key} must be at least {minimum}, got {number}")
     return number
 
 
@@ -117,7 +118,8 @@ def load_settings() -> Settings:
         model=values.get("RECON_MODEL", "gpt-4o-mini"),
         failpoints=values.get("RECON_FAILPOINTS", ""),
         gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO", 0.10),
-        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", 50_000_000),
+        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", 0, minimum=0),
+        gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE", 0.05),
         heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 3.0),
         reminder_utc_time=_clock(values, "RECON_REMINDER_UTC", "03:30:00"),
     )

@@ -34,7 +34,8 @@ class RunRequest(BaseModel):
     heartbeat_seconds: float = 3.0
     # The gate before debit notes (the irreversible step) hands over when any of these is crossed.
     max_parked_invoice_ratio: float = 0.10
-    max_adjustment_total_paise: int = 50_000_000  # ₹5,00,000
+    max_adjustment_share: float = 0.05  # adjustments above 5% of the night's invoiced value
+    max_adjustment_total_paise: int = 0  # an absolute cap in paise; 0 means none
     # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
     reminder_utc_time: str = "03:30:00"
 
@@ -70,6 +71,7 @@ class GateInput(BaseModel):
     workflow_id: str
     max_parked_invoice_ratio: float
     max_adjustment_total_paise: int
+    max_adjustment_share: float = 0.05
 
 
 class Count(BaseModel):

@@ -272,6 +272,7 @@ class NightlyReconciliation:
                 workflow_id=wf,
                 max_parked_invoice_ratio=self._req.max_parked_invoice_ratio,
                 max_adjustment_total_paise=self._req.max_adjustment_total_paise,
+                max_adjustment_share=self._req.max_adjustment_share,
             ))
             if not verdict.reasons:
                 return
