@@ -53,6 +53,15 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+def _die_with_parent() -> None:
+    """Linux: the dev server gets SIGTERM when the process that started it dies, however it dies
+    (a killed test session, a killed `recon dev`), so no Temporal server is left behind."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -113,7 +122,7 @@ class TemporalDevServer:
         log = open(self.state / "temporal.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         self.pid_file.write_text(str(self.process.pid))
         deadline = time.monotonic() + timeout
