@@ -215,6 +215,12 @@ def run(
                 f"{workflow_id_for(day, wh)}`; to redo it, reset it in the Web UI or undo it"
             ) from None
         console.print(f"run {handle.id} started (Web UI: workflow {handle.id})")
+        from recon.temporal_client import has_workers
+
+        if not await has_workers(client, settings.temporal_namespace, settings.task_queue):
+            err.print(f"warning: no worker is polling task queue {settings.task_queue!r} yet; "
+                      "the run waits until one starts (`recon worker` or `recon dev`)",
+                      markup=False, highlight=False)
         if wait:
             from temporalio.client import WorkflowFailureError
 
@@ -252,20 +258,31 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
     wid = _run_id(run_id)
 
     async def go():
-        from temporalio.service import RPCError
+        from datetime import timedelta
+
+        from temporalio.service import RPCError, RPCStatusCode
 
         client = await _client()
         handle = client.get_workflow_handle(wid)
         try:
             description = await handle.describe()
-            progress = await handle.query("progress")
         except RPCError as exc:
-            raise UnknownRun(f"no run {wid!r} in Temporal ({exc.message})") from None
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise UnknownRun(f"no run {wid!r} in Temporal") from None
+            raise
+        try:
+            progress = await handle.query("progress", rpc_timeout=timedelta(seconds=5))
+        except RPCError:
+            progress = None  # no worker is up to answer; Temporal still knows the status
         return description, progress
 
     description, progress = asyncio.run(go())
-    console.print(f"{wid}: {description.status.name.lower() if description.status else '?'} "
-                  f"({progress.get('status')})")
+    state = description.status.name.lower() if description.status else "unknown"
+    if progress is None:
+        console.print(f"{wid}: {state} (no worker answered the progress query; "
+                      "start `recon worker` to see the current step)")
+        return
+    console.print(f"{wid}: {state} ({progress.get('status')})")
     console.print(f"current step: {progress.get('current_step') or '-'}")
     console.print(f"steps done: {', '.join(progress.get('steps_done', [])) or '-'}")
     console.print(

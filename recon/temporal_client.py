@@ -24,3 +24,19 @@ async def connect(settings: Settings) -> Client:
             f"cannot reach Temporal at {settings.temporal_address}: {exc}. "
             "Start it with `recon dev` or set TEMPORAL_ADDRESS"
         ) from exc
+
+
+async def has_workers(client: Client, namespace: str, task_queue: str) -> bool:
+    """Is any worker polling this task queue now? (A run started with none just waits.)"""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=namespace,
+            task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return len(response.pollers) > 0
