@@ -25,8 +25,8 @@ from recon.config import load_settings
 from recon.db import connect_pool, migrate
 from recon.embedded import EmbeddedPostgres, TemporalDevServer, free_port
 from recon.temporal_client import connect
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 _names = itertools.count(1)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -15,7 +14,6 @@ import asyncpg
 from temporalio.client import Client, WorkflowHandle
 
 from recon.config import Settings, load_settings
-from recon.models import workflow_id_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,10 +66,3 @@ def recon_cli(env: dict[str, str], *args: str, timeout: float = 60) -> subproces
         [sys.executable, "-m", "recon.cli", *args], cwd=ROOT, env=env, capture_output=True,
         text=True, timeout=timeout,
     )
-
-
-def wid(day: str, warehouse: str) -> str:
-    return workflow_id_for(day, warehouse)
-
-
-__all__ = ["os"]
