@@ -22,7 +22,7 @@ from recon.parking import park
 
 STEP = "extract_lines"
 
-_TODO = """
+_NOT_YET_EXTRACTED = """
 SELECT r.seq, r.invoice_no, r.supplier_id, r.document
 FROM run_invoices r
 WHERE r.workflow_id = $1 AND r.seq BETWEEN $2 AND $3
@@ -107,7 +107,7 @@ async def _record(
 async def extract_lines(batch: ExtractBatch) -> Count:
     pool = resources.pool()
     extractor = resources.extractor()
-    todo = await pool.fetch(_TODO, batch.workflow_id, batch.first_seq, batch.last_seq)
+    pending = await pool.fetch(_NOT_YET_EXTRACTED, batch.workflow_id, batch.first_seq, batch.last_seq)
     gate = asyncio.Semaphore(resources.settings().extract_concurrency)
     done = {"extracted": 0, "parked": 0}
 
@@ -124,7 +124,7 @@ async def extract_lines(batch: ExtractBatch) -> Count:
 
     try:
         async with asyncio.TaskGroup() as group:
-            for row in todo:
+            for row in pending:
                 group.create_task(one(row))
     except ExceptionGroup as failed:
         raise failed.exceptions[0] from None
