@@ -30,13 +30,14 @@ async def walk_in_batches(
     batch_size: int,
     start_after: int,
     write: Callable[[list[asyncpg.Record]], Awaitable[int]],
+    params: tuple = (),
 ) -> Walk:
-    """`query` takes ($1 workflow_id, $2 seq to start after, $3 limit) and returns rows with `seq`;
-    `write` commits one batch and returns how many of its rows were new."""
+    """`query` takes ($1 workflow_id, $2 seq to start after, $3 limit, then `params`) and returns
+    rows with `seq`; `write` commits one batch and returns how many of its rows were new."""
     walk = Walk(started_after=start_after)
     position = start_after
     while True:
-        rows = await conn.fetch(query, workflow_id, position, batch_size)
+        rows = await conn.fetch(query, workflow_id, position, batch_size, *params)
         if not rows:
             return walk
         for row in rows:

@@ -20,32 +20,45 @@ from recon.models import (
     GateVerdict,
     HandoverNote,
     HandoverRequest,
+    ParkRequest,
     RecordedDecision,
     ReminderRequest,
 )
 from recon.money import rupees
 from recon.outbox import Message, enqueue
+from recon.parking import park
 from recon.stock import verify_movements
-
-KEYS_SHOWN = 5
 
 
 async def _what_was_posted(conn, workflow_id: str) -> dict:
+    """Live counts (reversed entries do not count), per supplier, for the note and the memo."""
     ledger = await conn.fetchrow(
-        "SELECT count(*) AS n, coalesce(sum(amount_paise), 0) AS total,"
-        " (array_agg(reference ORDER BY posted_at, reference))[1:$2] AS first_keys,"
-        " max(reference) FILTER (WHERE posted_at = (SELECT max(posted_at) FROM ledger_entries"
-        "   WHERE workflow_id = $1)) AS last_key"
-        " FROM ledger_entries WHERE workflow_id = $1",
-        workflow_id, KEYS_SHOWN,
+        "SELECT count(*) AS n, coalesce(sum(amount_paise), 0) AS total"
+        " FROM live_ledger_entries WHERE workflow_id = $1",
+        workflow_id,
+    )
+    per_supplier = await conn.fetch(
+        """
+        SELECT m.supplier_id, count(*) AS flagged, coalesce(sum(m.amount_paise), 0) AS flagged_total,
+               count(l.reference) AS posted, coalesce(sum(l.amount_paise), 0) AS posted_total
+        FROM open_mismatches m
+        LEFT JOIN LATERAL (
+            SELECT l.reference, l.amount_paise FROM live_ledger_entries l
+            WHERE l.workflow_id = m.workflow_id AND l.invoice_no = m.invoice_no
+              AND l.line_no = m.line_no AND l.kind = m.kind LIMIT 1
+        ) l ON true
+        WHERE m.workflow_id = $1
+        GROUP BY m.supplier_id ORDER BY m.supplier_id
+        """,
+        workflow_id,
     )
     flagged = await conn.fetchrow(
         "SELECT count(*) AS n, coalesce(sum(amount_paise), 0) AS total"
-        " FROM mismatches WHERE workflow_id = $1",
+        " FROM open_mismatches WHERE workflow_id = $1",
         workflow_id,
     )
     stock = await conn.fetchval(
-        "SELECT count(*) FROM stock_movements WHERE workflow_id = $1", workflow_id
+        "SELECT count(*) FROM live_stock_movements WHERE workflow_id = $1", workflow_id
     )
     outbox = await conn.fetch(
         "SELECT kind, count(*) AS n FROM outbox WHERE workflow_id = $1 GROUP BY kind", workflow_id
@@ -56,8 +69,12 @@ async def _what_was_posted(conn, workflow_id: str) -> dict:
     return {
         "ledger_entries": ledger["n"],
         "ledger_total_paise": int(ledger["total"]),
-        "ledger_first_keys": list(ledger["first_keys"] or []),
-        "ledger_last_key": ledger["last_key"],
+        "per_supplier": [
+            {"supplier_id": r["supplier_id"], "posted": r["posted"],
+             "posted_paise": int(r["posted_total"]), "flagged": r["flagged"],
+             "flagged_paise": int(r["flagged_total"])}
+            for r in per_supplier
+        ],
         "flagged": flagged["n"],
         "flagged_total_paise": int(flagged["total"]),
         "stock_movements": stock,
@@ -67,21 +84,32 @@ async def _what_was_posted(conn, workflow_id: str) -> dict:
 
 
 def _note_text(req: HandoverRequest, posted: dict) -> str:
-    keys = ", ".join(posted["ledger_first_keys"]) or "none"
+    run = req.posted_for or req.workflow_id
     outbox = ", ".join(f"{n} {kind}" for kind, n in sorted(posted["outbox"].items())) or "none"
+    suppliers = "\n".join(
+        f"  {s['supplier_id']}: {s['posted']} of {s['flagged']} entries, "
+        f"{rupees(s['posted_paise'])} of {rupees(s['flagged_paise'])}"
+        for s in posted["per_supplier"]
+    ) or "  (no mismatches flagged yet)"
+    redo = f" (a redo of {run})" if run != req.workflow_id else ""
     return (
-        f"Run {req.workflow_id} needs a decision (handover #{req.handover_no}).\n"
+        f"Run {req.workflow_id}{redo} needs a decision (handover #{req.handover_no}).\n"
         f"Failed step: {req.step}\n"
         f"Error: {req.error_type}: {req.error_message}\n"
         f"Attempts: {req.attempts}\n"
-        f"Already posted: {posted['ledger_entries']} of {posted['flagged']} ledger entries, "
+        f"Already posted (live): {posted['ledger_entries']} of {posted['flagged']} ledger entries, "
         f"{rupees(posted['ledger_total_paise'])} of {rupees(posted['flagged_total_paise'])}; "
         f"{posted['stock_movements']} stock movements; outbox: {outbox}; "
         f"{posted['parked']} parked items.\n"
-        f"First keys: {keys}" + (f"; last: {posted['ledger_last_key']}" if posted["ledger_last_key"]
-                                 else "") + "\n"
+        f"Per supplier:\n{suppliers}\n"
+        f"Every reference: recon inspect {run} --references\n"
         f"Next, the agent would: {req.next_action}\n"
-        f"Decide with: recon approve {req.workflow_id} --decision resume|retry|undo --by NAME\n"
+        f"Decide with: recon approve {req.workflow_id} --handover {req.handover_no} "
+        f"--decision resume|retry|undo --by NAME [--note WHY] [--park INVOICE ...]\n"
+        f"  at a failed step: resume or retry runs the step again from its last committed entry "
+        f"(nothing posted twice, nothing skipped); undo reverses what the run posted.\n"
+        f"  at the gate before debit notes: resume sends the notes (only on a verified ledger and "
+        f"stock), retry checks the evidence again, undo reverses the run.\n"
     )
 
 
@@ -95,7 +123,7 @@ async def record_handover(req: HandoverRequest) -> HandoverNote:
             req.workflow_id, req.handover_no,
         )
         if stored is None:
-            posted = await _what_was_posted(conn, req.workflow_id)
+            posted = await _what_was_posted(conn, req.posted_for or req.workflow_id)
             stored = _note_text(req, posted)
             await conn.execute(
                 "INSERT INTO handovers (workflow_id, handover_no, step, error_type, error_message,"
@@ -120,11 +148,29 @@ async def record_handover(req: HandoverRequest) -> HandoverNote:
 async def record_decision(d: RecordedDecision) -> None:
     await resources.pool().execute(
         "UPDATE handovers SET decision = $3, decided_by = $4, decision_note = $5,"
-        " decided_at = $6::timestamptz WHERE workflow_id = $1 AND handover_no = $2"
-        " AND decision IS NULL",
+        " decided_at = $6::timestamptz, parked_invoices = $7"
+        " WHERE workflow_id = $1 AND handover_no = $2 AND decision IS NULL",
         d.workflow_id, d.handover_no, d.decision, d.by, d.note,
-        datetime.fromisoformat(d.decided_at),
+        datetime.fromisoformat(d.decided_at), d.park,
     )
+
+
+@activity.defn(name="park_invoices")
+@business_step
+async def park_invoices(req: ParkRequest) -> int:
+    """A person chose to go on without these invoices: park them with who and why. Every
+    business write reads the open mismatches and comparisons, so ledger, stock and notes all
+    leave them out alike. An invoice that already has a live entry is refused by the CLI before
+    the decision is sent (undo those entries first)."""
+    pool = resources.pool()
+    async with pool.acquire() as conn, conn.transaction():
+        for invoice_no in req.invoices:
+            await park(
+                conn, req.workflow_id, "decision", invoice_no,
+                f"left out by {req.by} at handover #{req.handover_no}: {req.reason}",
+                evidence=f"decision on handover #{req.handover_no}",
+            )
+    return len(req.invoices)
 
 
 @activity.defn(name="send_reminder")
@@ -150,15 +196,17 @@ async def check_evidence(gate: GateInput) -> GateVerdict:
     """The gate before debit notes: ledger and stock verified, parked share and total normal."""
     pool = resources.pool()
     reasons: list[str] = []
+    unverified = False
     for verify in (verify_adjustments, verify_movements):
         try:
-            await verify(pool, gate.workflow_id)
+            await verify(pool, gate.workflow_id, gate.supplier_id)
         except VerificationFailed as exc:
             reasons.append(str(exc))
+            unverified = True
     row = await pool.fetchrow(
         "SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,"
         " (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL) AS parked,"
-        " (SELECT coalesce(sum(amount_paise), 0) FROM mismatches WHERE workflow_id = $1) AS total,"
+        " (SELECT coalesce(sum(amount_paise), 0) FROM open_mismatches WHERE workflow_id = $1) AS total,"
         " (SELECT coalesce(sum(qty::bigint * unit_price_paise), 0) FROM invoice_lines"
         "   WHERE workflow_id = $1) AS invoiced",
         gate.workflow_id,
@@ -179,4 +227,4 @@ async def check_evidence(gate: GateInput) -> GateVerdict:
             f"adjustments total {rupees(int(row['total']))}, above the "
             f"{rupees(gate.max_adjustment_total_paise)} threshold"
         )
-    return GateVerdict(reasons=reasons)
+    return GateVerdict(reasons=reasons, unverified=unverified)

@@ -12,10 +12,29 @@ from temporalio import activity
 from activities import resources
 from activities.step import business_step
 from recon.fencing import scope_for, take_fence
+from recon.keys import generation_key
 from recon.models import Count, OutboxInput, RunSummary
 from recon.money import rupees
-from recon.outbox import Message, debit_note_key, enqueue, summary_key
+from recon.outbox import (
+    Message,
+    debit_note_key,
+    enqueue,
+    has_live_note,
+    summary_key,
+    verify_debit_notes,
+)
 from recon.run_facts import run_facts
+
+# Suppliers owed a note: the open (not parked) mismatches of the night add up to more than zero.
+_OWED = """
+SELECT m.supplier_id, s.name, s.email, sum(m.amount_paise)::bigint AS total,
+       array_agg(m.reference || '  ' || m.detail || '  ' || m.amount_paise ORDER BY m.seq) AS entries
+FROM open_mismatches m JOIN suppliers s USING (supplier_id)
+WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
+GROUP BY m.supplier_id, s.name, s.email
+HAVING sum(m.amount_paise) > 0
+ORDER BY m.supplier_id
+"""
 
 
 @activity.defn(name="send_debit_notes")
@@ -23,22 +42,13 @@ from recon.run_facts import run_facts
 async def send_debit_notes(job: OutboxInput) -> Count:
     pool = resources.pool()
     fence = await take_fence(pool, scope_for(job.workflow_id, "outbox"))
-    suppliers = await pool.fetch(
-        """
-        SELECT m.supplier_id, s.name, s.email, sum(m.amount_paise)::bigint AS total,
-               array_agg(m.reference || '  ' || m.detail || '  ' || m.amount_paise
-                         ORDER BY m.seq) AS entries
-        FROM mismatches m JOIN suppliers s USING (supplier_id)
-        WHERE m.workflow_id = $1
-        GROUP BY m.supplier_id, s.name, s.email
-        HAVING sum(m.amount_paise) > 0
-        ORDER BY m.supplier_id
-        """,
-        job.workflow_id,
-    )
+    generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
+    suppliers = await pool.fetch(_OWED, job.workflow_id, job.supplier_id)
     async with pool.acquire() as conn:
         for s in suppliers:
-            key = debit_note_key(job.workflow_id, s["supplier_id"])
+            if await has_live_note(conn, job.workflow_id, s["supplier_id"], generation):
+                continue  # sent already (a reset that undid nothing sends nothing new)
+            key = generation_key(debit_note_key(job.workflow_id, s["supplier_id"]), generation)
             lines = "\n".join(f"  - {e} paise" for e in s["entries"])
             body = (
                 f"Dear {s['name']},\n\nOur reconciliation of invoices for {job.business_date} "
@@ -54,6 +64,7 @@ async def send_debit_notes(job: OutboxInput) -> Count:
                 subject=f"Debit note {key}", body=body, supplier_id=s["supplier_id"],
                 amount_paise=int(s["total"]),
             ), fence)
+        await verify_debit_notes(conn, job.workflow_id, job.supplier_id)
     return Count(count=len(suppliers))
 
 
@@ -73,7 +84,9 @@ async def send_summary(job: OutboxInput) -> RunSummary:
         + f" ({p['step']}): {p['reason']}"
         for p in parked
     ) or "  (none)"
-    key = summary_key(job.workflow_id)
+    generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
+    # A redo's summary is a correcting summary of its own; a reset that undid nothing sends none.
+    key = generation_key(summary_key(job.workflow_id), generation)
     body = (
         f"Reconciliation {job.workflow_id}\n\n"
         f"Invoices read: {facts.invoices}\n"
@@ -81,7 +94,7 @@ async def send_summary(job: OutboxInput) -> RunSummary:
         f"Ledger adjustments posted: {facts.ledger_posted} "
         f"totalling {rupees(facts.adjustment_total_paise)}\n"
         f"Stock movements: {facts.stock_movements}\n"
-        f"Debit notes queued: {facts.debit_notes}\n"
+        f"Debit notes queued (live): {facts.debit_notes}\n"
         f"Parked items ({len(parked)}), each needs a person:\n{parked_lines}\n"
     )
     async with pool.acquire() as conn:

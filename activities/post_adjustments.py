@@ -13,14 +13,22 @@ from activities import resources
 from activities.batches import walk_in_batches
 from activities.step import business_step, last_progress
 from recon.fencing import scope_for, take_fence
-from recon.ledger import LedgerEntry, post_entries, verify_adjustments
+from recon.ledger import LedgerEntry, live_adjustment_total, post_entries, verify_adjustments
 from recon.models import PostInput, PostResult
 
 STEP = "post_adjustments"
 
+# $4 the generation new entries go under, $5 the supplier in scope (NULL: all). A mismatch that
+# already has a live entry in any generation is left alone: a reset that undid nothing posts
+# nothing, and a redo after an undo posts exactly what was reversed, under fresh keys.
 _NEXT = """
-SELECT seq, reference, invoice_no, supplier_id, line_no, kind, amount_paise, detail
-FROM mismatches WHERE workflow_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+SELECT m.seq, recon_key(m.reference, $4) AS reference, m.invoice_no, m.supplier_id, m.line_no,
+       m.kind, m.amount_paise, m.detail,
+       EXISTS (SELECT 1 FROM generate_series(1, $4) AS gen
+               JOIN live_ledger_entries l ON l.reference = recon_key(m.reference, gen)) AS live
+FROM open_mismatches m
+WHERE m.workflow_id = $1 AND m.seq > $2 AND ($5::text IS NULL OR m.supplier_id = $5)
+ORDER BY m.seq LIMIT $3
 """
 
 
@@ -30,6 +38,7 @@ async def post_adjustments(job: PostInput) -> PostResult:
     pool = resources.pool()
     fence = await take_fence(pool, scope_for(job.workflow_id, "ledger"))
     async with pool.acquire() as conn:
+        generation = await conn.fetchval("SELECT recon_generation($1)", job.workflow_id)
 
         async def write(rows: list[asyncpg.Record]) -> int:
             return await post_entries(conn, [
@@ -39,17 +48,15 @@ async def post_adjustments(job: PostInput) -> PostResult:
                     line_no=r["line_no"], kind=r["kind"], amount_paise=r["amount_paise"],
                     memo=r["detail"],
                 )
-                for r in rows
+                for r in rows if not r["live"]
             ], fence)
 
         walk = await walk_in_batches(
-            conn, STEP, _NEXT, job.workflow_id, job.batch_size, last_progress(), write
+            conn, STEP, _NEXT, job.workflow_id, job.batch_size, last_progress(), write,
+            (generation, job.supplier_id),
         )
-        expected = await verify_adjustments(conn, job.workflow_id)
-        total = await conn.fetchval(
-            "SELECT coalesce(sum(amount_paise), 0) FROM mismatches WHERE workflow_id = $1",
-            job.workflow_id,
-        )
+        expected = await verify_adjustments(conn, job.workflow_id, job.supplier_id)
+        total = await live_adjustment_total(conn, job.workflow_id, job.supplier_id)
     activity.logger.info(
         "%s: %s new ledger entries, %s walked again (resumed after entry %s)",
         job.workflow_id, walk.inserted, walk.already_there, walk.started_after,

@@ -2,11 +2,22 @@
 
 from activities.extract_lines import extract_lines
 from activities.fetch_invoices import fetch_invoices
-from activities.handover import check_evidence, record_decision, record_handover, send_reminder
+from activities.handover import (
+    check_evidence,
+    park_invoices,
+    record_decision,
+    record_handover,
+    send_reminder,
+)
 from activities.matching import compare_quantities, flag_mismatches, match_orders, read_stock
 from activities.messages import send_debit_notes, send_summary
 from activities.post_adjustments import post_adjustments
-from activities.undo import reverse_ledger_entries, reverse_stock_movements, withdraw_debit_notes
+from activities.undo import (
+    open_next_generation,
+    reverse_ledger_entries,
+    reverse_stock_movements,
+    withdraw_debit_notes,
+)
 from activities.update_stock import update_stock
 
 ACTIVITIES = [
@@ -24,6 +35,8 @@ ACTIVITIES = [
     record_decision,
     send_reminder,
     check_evidence,
+    park_invoices,
+    open_next_generation,
     withdraw_debit_notes,
     reverse_stock_movements,
     reverse_ledger_entries,

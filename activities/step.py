@@ -84,10 +84,14 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             attempt = activity.info().attempt
             give_up = kind != "temporary" or attempt >= MAX_ATTEMPTS_FOR_TEMPORARY
             error_type = type(exc).__name__
+            # The type travels in `type`; the message says it only where the type is not the
+            # error's own, so a note reads "RaiseError: period locked", never the type twice.
+            message = str(exc) or error_type
             if kind == "temporary" and give_up:
                 error_type = "TemporaryErrorsExhausted"
+                message = f"after {attempt} attempts: {type(exc).__name__}: {exc}"
             raise ApplicationError(
-                f"{type(exc).__name__}: {exc}",
+                message,
                 {"class": kind, "attempt": attempt},
                 type=error_type,
                 non_retryable=give_up,

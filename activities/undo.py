@@ -17,7 +17,7 @@ from activities.step import business_step, report_progress
 from recon import failpoints
 from recon.fencing import scope_for, take_fence
 from recon.ledger import LedgerEntry, post_entries
-from recon.models import Reversed, UndoRequest
+from recon.models import GenerationRequest, Reversed, UndoRequest
 from recon.money import rupees
 from recon.outbox import Message, enqueue
 from recon.stock import StockMovement, move_stock
@@ -40,6 +40,22 @@ def _batches(items: list[T], step: str) -> Iterator[list[T]]:
 
 def _scope(req: UndoRequest) -> Scope:
     return Scope(req.run_workflow_id, req.supplier_id, tuple(req.references))
+
+
+@activity.defn(name="open_next_generation")
+@business_step
+async def open_next_generation(req: GenerationRequest) -> int:
+    """Before anything is reversed, the run moves to its next generation: whatever posts for
+    this night afterwards (a redo, or a reset of the night) posts under fresh keys, so it can
+    never collide with an entry this undo reverses. One row per undo execution: a retried
+    activity raises it once."""
+    pool = resources.pool()
+    await pool.execute(
+        "INSERT INTO run_generations (workflow_id, raised_by) VALUES ($1, $2)"
+        " ON CONFLICT DO NOTHING",
+        req.run_workflow_id, req.raised_by,
+    )
+    return int(await pool.fetchval("SELECT recon_generation($1)", req.run_workflow_id))
 
 
 @activity.defn(name="withdraw_debit_notes")

@@ -19,9 +19,11 @@ from rich.table import Table
 
 from recon.config import load_settings, state_dir
 from recon.db import DatabaseUnavailable, connect_pool, migrate
+from recon.deciding import DecisionRefused
 from recon.embedded import StackError
 from recon.importer import ImportProblem
 from recon.inspection import UnknownRun
+from recon.redoing import RedoRefused
 from recon.seed import SeedError
 from recon.temporal_client import TemporalUnavailable
 from recon.undoing import UndoRefused
@@ -37,7 +39,7 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 USER_ERRORS = (DatabaseUnavailable, TemporalUnavailable, StackError, SeedError, ImportProblem,
-               UnknownRun, UndoRefused, ValueError, LookupError)
+               UnknownRun, UndoRefused, RedoRefused, DecisionRefused, ValueError, LookupError)
 
 
 class Refused(Exception):
@@ -222,17 +224,28 @@ def run(
                       "the run waits until one starts (`recon worker` or `recon dev`)",
                       markup=False, highlight=False)
         if wait:
-            from temporalio.client import WorkflowFailureError
-
-            try:
-                return await handle.result()
-            except WorkflowFailureError as exc:
-                raise Refused(f"run {handle.id} failed: {exc.cause}") from None
+            return await _wait_for(handle)
         return None
 
     summary = asyncio.run(go())
     if summary is not None:
         _print_summary(summary)
+
+
+async def _wait_for(handle):
+    """The run's summary; or, when the run stops for a person, one line and its own exit code."""
+    from temporalio.client import WorkflowFailureError
+
+    from recon.models import RunSummary
+    from recon.waiting import AWAITING_DECISION_EXIT, AwaitingDecision, result_or_handover
+
+    try:
+        outcome = await result_or_handover(handle, RunSummary)
+    except WorkflowFailureError as exc:
+        raise Refused(f"run {handle.id} failed: {exc.cause}") from None
+    if isinstance(outcome, AwaitingDecision):
+        _fail(outcome.line(), AWAITING_DECISION_EXIT)
+    return outcome
 
 
 def _print_summary(summary) -> None:
@@ -297,11 +310,24 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
 def inspect(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    references: Annotated[bool, typer.Option(
+        "--references", help="List every ledger entry of the run, live or reversed.")] = False,
 ) -> None:
     """Everything a run wrote and how often its steps were retried."""
-    from recon.inspection import inspect_run
+    from recon.inspection import inspect_run, ledger_references
 
     wid = _run_id(run_id)
+    if references:
+        async def refs():
+            pool = await _pool()
+            try:
+                return await ledger_references(pool, wid)
+            finally:
+                await pool.close()
+
+        for line in asyncio.run(refs()):
+            console.print(line, markup=False, highlight=False)
+        return
 
     async def go():
         pool = await _pool()
@@ -357,7 +383,7 @@ def handovers() -> None:
         console.print("no run is waiting for a decision")
         return
     table = Table(title="Runs awaiting a decision")
-    for column in ("run", "#", "step", "error", "since"):
+    for column in ("run", "handover", "step", "error", "since"):
         table.add_column(column)
     for r in rows:
         table.add_row(r["workflow_id"], str(r["handover_no"]), r["step"], r["error_type"],
@@ -368,29 +394,20 @@ def handovers() -> None:
 @app.command()
 @user_errors
 def handover(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
-    """The handover note of a run: what failed, what was posted, what the agent would do next."""
+    """A run's handovers: the pending note in full, every decision on record, ignored decisions."""
+    from recon.deciding import handover_record
+
     wid = _run_id(run_id)
 
     async def go():
         pool = await _pool()
         try:
-            return await pool.fetchrow(
-                "SELECT * FROM handovers WHERE workflow_id = $1"
-                " ORDER BY handover_no DESC LIMIT 1", wid)
+            return await handover_record(await _client(), pool, wid)
         finally:
             await pool.close()
 
-    row = asyncio.run(go())
-    if row is None:
-        raise Refused(f"run {wid} has no handover")
-    console.print(row["note"], markup=False, highlight=False)
-    if row["decision"]:
-        console.print(f"Decided: {row['decision']} by {row['decided_by']} at "
-                      f"{row['decided_at']:%Y-%m-%d %H:%M:%S}"
-                      + (f" ({row['decision_note']})" if row["decision_note"] else ""),
-                      markup=False, highlight=False)
-    else:
-        console.print("Status: waiting for a decision", markup=False)
+    for line in asyncio.run(go()):
+        console.print(line, markup=False, highlight=False)
 
 
 @app.command()
@@ -399,32 +416,66 @@ def approve(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     decision: Annotated[str, typer.Option(help="resume | retry | undo")],
     by: Annotated[str, typer.Option(help="Who decides.")],
+    handover_no: Annotated[int | None, typer.Option(
+        "--handover", help="The handover you answer (its number in `recon handovers`).")] = None,
     note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
+    park: Annotated[list[str] | None, typer.Option(
+        "--park", help="Go on without this invoice (repeatable; needs --note).")] = None,
 ) -> None:
-    """Answer a handover: resume (accept the failed step as it stands), retry it, or undo the run."""
-    from temporalio.client import WorkflowUpdateFailedError
-    from temporalio.service import RPCError, RPCStatusCode
-
-    from recon.models import Decision
+    """Answer a handover: resume or retry (the failed step runs again from its last committed
+    entry; at the gate, resume sends the notes), or undo the run."""
+    from recon.deciding import send_decision
 
     wid = _run_id(run_id)
+    if handover_no is None:
+        raise Refused(f"say which handover you answer: --handover N "
+                      f"(see `recon handover {wid}`)")
+    if not 1 <= handover_no <= 1_000_000:
+        raise Refused(f"--handover must be a handover number from `recon handover {wid}`")
 
     async def go() -> str:
-        client = await _client()
-        handle = client.get_workflow_handle(wid)
+        pool = await _pool()
         try:
-            return await handle.execute_update(
-                "decide", Decision(decision=decision, by=by, note=note), result_type=str
-            )
-        except WorkflowUpdateFailedError as exc:
-            cause = exc.cause
-            raise Refused(f"refused: {getattr(cause, 'message', None) or cause}") from None
-        except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                raise Refused(f"no running run {wid!r}: nothing to decide") from None
-            raise Refused(f"refused: {exc.message}") from None
+            return await send_decision(await _client(), pool, wid, handover_no, decision, by,
+                                       note, park or [])
+        finally:
+            await pool.close()
 
-    console.print(asyncio.run(go()))
+    console.print(asyncio.run(go()), markup=False, highlight=False)
+
+
+@app.command()
+@user_errors
+def redo(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    reason: Annotated[str, typer.Option(help="Why, for the record.")],
+    by: Annotated[str, typer.Option(help="Who decides.")],
+    supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
+) -> None:
+    """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
+    from recon.money import rupees
+    from recon.redoing import start_redo
+
+    wid = _run_id(run_id)
+    if not reason.strip() or not by.strip():
+        raise Refused("--reason and --by must say why and who")
+
+    async def go():
+        pool = await _pool()
+        try:
+            client = await _client()
+            handle, ledger, stock, generation = await start_redo(
+                client, pool, load_settings(), wid, supplier, reason, by)
+            console.print(f"redo {handle.id} started: {ledger} ledger entries and {stock} stock "
+                          f"movements to post again (generation {generation})",
+                          markup=False, highlight=False)
+            return await _wait_for(handle)
+        finally:
+            await pool.close()
+
+    summary = asyncio.run(go())
+    console.print(f"redo finished: {summary.ledger_posted} live ledger entries in {wid}, "
+                  f"{rupees(summary.adjustment_total_paise)}", markup=False, highlight=False)
 
 
 @app.command()

@@ -79,3 +79,22 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
     )
     facts.update(counts)
     return facts
+
+
+async def ledger_references(pool: asyncpg.Pool, workflow_id: str) -> list[str]:
+    """Every ledger entry of a run, one line each: reference, supplier, amount, state."""
+    from recon.money import rupees
+
+    rows = await pool.fetch(
+        "SELECT l.reference, l.supplier_id, l.amount_paise, l.kind,"
+        " EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference) AS reversed"
+        " FROM ledger_entries l WHERE l.workflow_id = $1 ORDER BY l.posted_at, l.reference",
+        workflow_id,
+    )
+    if not rows:
+        raise UnknownRun(f"run {workflow_id} has no ledger entries")
+    return [
+        f"{r['reference']}  {r['supplier_id']}  {rupees(r['amount_paise'])}  "
+        + ("reversal" if r["kind"] == "reversal" else "reversed" if r["reversed"] else "live")
+        for r in rows
+    ]

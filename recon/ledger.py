@@ -91,27 +91,59 @@ async def post_entries(
     return len(inserted)
 
 
-async def verify_adjustments(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
-    """Done means checked: every flagged mismatch has its entry with the same amount, and the run
-    has no forward entry that nobody flagged. Returns the number of entries verified."""
-    row = await conn.fetchrow(
-        """
-        SELECT count(*) AS expected,
-               count(*) FILTER (WHERE l.reference IS NULL) AS missing,
-               count(*) FILTER (WHERE l.amount_paise <> m.amount_paise) AS different,
-               (SELECT count(*) FROM ledger_entries e
-                 WHERE e.workflow_id = $1 AND e.kind <> 'reversal'
-                   AND NOT EXISTS (SELECT 1 FROM mismatches x
-                                   WHERE x.workflow_id = $1 AND x.reference = e.reference)
-               ) AS unexpected
-        FROM mismatches m LEFT JOIN ledger_entries l ON l.reference = m.reference
-        WHERE m.workflow_id = $1
-        """,
-        workflow_id,
-    )
-    if row["missing"] or row["different"] or row["unexpected"]:
+_VERIFY = """
+WITH g AS (SELECT recon_generation($1) AS n),
+m AS (
+    SELECT m.reference, m.amount_paise FROM open_mismatches m
+    WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
+),
+candidates AS (
+    SELECT m.reference AS base, recon_key(m.reference, gen) AS key
+    FROM m, g, generate_series(1, g.n) AS gen
+),
+live AS (
+    SELECT m.reference, m.amount_paise AS wanted, count(l.reference) AS n,
+           count(*) FILTER (WHERE l.amount_paise <> m.amount_paise) AS different
+    FROM m
+    JOIN candidates c ON c.base = m.reference
+    LEFT JOIN live_ledger_entries l ON l.reference = c.key
+    GROUP BY m.reference, m.amount_paise
+)
+SELECT (SELECT count(*) FROM m) AS expected,
+       (SELECT count(*) FROM live WHERE n = 0) AS missing,
+       (SELECT count(*) FROM live WHERE n > 1) AS doubled,
+       (SELECT count(*) FROM live WHERE different > 0) AS different,
+       (SELECT count(*) FROM live_ledger_entries e
+         WHERE e.workflow_id = $1 AND ($2::text IS NULL OR e.supplier_id = $2)
+           AND NOT EXISTS (SELECT 1 FROM candidates c WHERE c.key = e.reference)) AS unexpected
+"""
+
+
+async def verify_adjustments(
+    conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
+) -> int:
+    """Done means checked, and checked means *live*: every open mismatch (in scope) has exactly
+    one entry that no reversal points at, with the same amount, and the run has no live forward
+    entry that nobody flagged. A reversed entry counts as missing, so a redo of an undone night
+    can never pass with a net of zero. Returns the number of entries verified."""
+    row = await conn.fetchrow(_VERIFY, workflow_id, supplier_id)
+    if row["missing"] or row["different"] or row["unexpected"] or row["doubled"]:
         raise VerificationFailed(
-            f"ledger check for {workflow_id}: {row['missing']} missing, {row['different']} with "
-            f"a different amount, {row['unexpected']} not flagged, of {row['expected']} expected"
+            f"ledger check for {workflow_id}"
+            + (f" (supplier {supplier_id})" if supplier_id else "")
+            + f": {row['missing']} missing, {row['different']} with a different amount, "
+            f"{row['doubled']} posted twice, {row['unexpected']} not flagged, of "
+            f"{row['expected']} expected (reversed entries do not count)"
         )
     return int(row["expected"])
+
+
+async def live_adjustment_total(
+    conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
+) -> int:
+    """What the run's live entries add up to, in paise (reversed entries and reversals excluded)."""
+    return int(await conn.fetchval(
+        "SELECT coalesce(sum(amount_paise), 0)::bigint FROM live_ledger_entries"
+        " WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
+        workflow_id, supplier_id,
+    ))

@@ -38,6 +38,13 @@ class RunRequest(BaseModel):
     max_adjustment_total_paise: int = 0  # an absolute cap in paise; 0 means none
     # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
     reminder_utc_time: str = "03:30:00"
+    # A redo (`recon redo`) runs this same workflow under its own id for a night that was undone:
+    # steps 1-6 are already in Postgres under `redo_of`, so it posts, books and notifies again,
+    # under the night's keys in the current generation, for one supplier or the whole night.
+    redo_of: str | None = None
+    redo_supplier: str | None = None
+    redo_reason: str = ""
+    redo_by: str = ""
 
 
 class StepInput(BaseModel):
@@ -58,6 +65,7 @@ class PostInput(BaseModel):
     workflow_id: str
     warehouse: str
     batch_size: int = 500
+    supplier_id: str | None = None  # a redo of one supplier; None: the whole night
 
 
 class OutboxInput(BaseModel):
@@ -65,6 +73,7 @@ class OutboxInput(BaseModel):
     business_date: str
     warehouse: str
     finance_head_email: str
+    supplier_id: str | None = None  # a redo of one supplier; None: the whole night
 
 
 class GateInput(BaseModel):
@@ -72,6 +81,7 @@ class GateInput(BaseModel):
     max_parked_invoice_ratio: float
     max_adjustment_total_paise: int
     max_adjustment_share: float = 0.05
+    supplier_id: str | None = None  # a redo of one supplier checks that supplier's writes
 
 
 class Count(BaseModel):
@@ -124,7 +134,8 @@ DECISIONS = ("resume", "retry", "undo")
 
 
 class HandoverRequest(BaseModel):
-    workflow_id: str
+    workflow_id: str  # the Temporal workflow that waits (the night, or a redo of it)
+    posted_for: str | None = None  # whose writes the note reports (a redo reports its night's)
     handover_no: int
     step: str
     error_type: str
@@ -145,9 +156,14 @@ class HandoverNote(BaseModel):
 
 
 class Decision(BaseModel):
+    """A person's answer. It names the handover it answers; any other number is refused."""
+
     decision: str
     by: str
     note: str = ""
+    handover_no: int = 0
+    # Go on without these invoices: parked with who and why, left out of ledger, stock and notes.
+    park: list[str] = Field(default_factory=list)
 
 
 class RecordedDecision(BaseModel):
@@ -157,6 +173,25 @@ class RecordedDecision(BaseModel):
     by: str
     note: str = ""
     decided_at: str
+    park: list[str] = Field(default_factory=list)
+
+
+class IgnoredDecision(BaseModel):
+    """A signal that could not be taken (stale, unknown, unsigned): kept on the run, not dropped."""
+
+    decision: str
+    by: str
+    handover_no: int
+    reason: str
+    received_at: str
+
+
+class ParkRequest(BaseModel):
+    workflow_id: str
+    handover_no: int
+    invoices: list[str]
+    by: str
+    reason: str
 
 
 class ReminderRequest(BaseModel):
@@ -170,6 +205,8 @@ class GateVerdict(BaseModel):
     """Before the irreversible step: empty `reasons` means the evidence is clear."""
 
     reasons: list[str] = Field(default_factory=list)
+    # The ledger or stock does not hold what the night calls for: no decision sends notes then.
+    unverified: bool = False
 
 
 class UndoRequest(BaseModel):
@@ -187,6 +224,13 @@ class UndoRequest(BaseModel):
         if self.references:
             return "references"
         return f"supplier {self.supplier_id}" if self.supplier_id else "whole run"
+
+
+class GenerationRequest(BaseModel):
+    """An undo execution opens the run's next generation before it reverses anything."""
+
+    run_workflow_id: str
+    raised_by: str
 
 
 class Reversed(BaseModel):

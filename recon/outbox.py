@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon.errors import KeyPayloadConflict
+from recon.errors import KeyPayloadConflict, VerificationFailed
 from recon.fencing import Fence
 
 
@@ -59,3 +59,50 @@ async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | Non
                     f"this attempt wanted {message.amount_paise}"
                 )
     return key is not None
+
+
+async def has_live_note(
+    conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str, generation: int
+) -> bool:
+    """A debit note for this supplier in any generation that no whole withdrawal cancelled."""
+    return bool(await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM generate_series(1, $3) AS gen"
+        " JOIN live_debit_notes n ON n.key = recon_key($1 || ':debit-note:' || $2, gen))",
+        workflow_id, supplier_id, generation,
+    ))
+
+
+async def verify_debit_notes(
+    conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
+) -> int:
+    """Every supplier owed a note has exactly one live note with the amount owed."""
+    row = await conn.fetchrow(
+        """
+        WITH g AS (SELECT recon_generation($1) AS n),
+        owed AS (
+            SELECT supplier_id, sum(amount_paise)::bigint AS total FROM open_mismatches
+            WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)
+            GROUP BY supplier_id HAVING sum(amount_paise) > 0
+        ),
+        live AS (
+            SELECT o.supplier_id, count(n.key) AS n,
+                   count(*) FILTER (WHERE n.amount_paise <> o.total) AS different
+            FROM owed o CROSS JOIN g CROSS JOIN LATERAL generate_series(1, g.n) AS gen
+            LEFT JOIN live_debit_notes n
+                   ON n.key = recon_key($1 || ':debit-note:' || o.supplier_id, gen)
+            GROUP BY o.supplier_id
+        )
+        SELECT (SELECT count(*) FROM owed) AS expected,
+               (SELECT count(*) FROM live WHERE n = 0) AS missing,
+               (SELECT count(*) FROM live WHERE n > 1) AS doubled,
+               (SELECT count(*) FROM live WHERE different > 0) AS different
+        """,
+        workflow_id, supplier_id,
+    )
+    if row["missing"] or row["doubled"] or row["different"]:
+        raise VerificationFailed(
+            f"debit note check for {workflow_id}: {row['missing']} missing, {row['doubled']} "
+            f"twice, {row['different']} with a different amount, of {row['expected']} expected "
+            "(withdrawn notes do not count)"
+        )
+    return int(row["expected"])

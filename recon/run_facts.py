@@ -1,4 +1,8 @@
-"""What the database says about one run: the numbers the summary and `recon inspect` report."""
+"""What the database says about one run: the numbers the summary and `recon inspect` report.
+
+Posted counts are *live* counts (entries no reversal points at): an undone night reports zero,
+a redone night reports the night once, never the sum of every generation.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +15,11 @@ SELECT
   (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
   (SELECT count(*) FROM parked_items WHERE workflow_id = $1) AS parked,
   (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS mismatches,
-  (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND kind <> 'reversal')
-      AS ledger_posted,
-  (SELECT coalesce(sum(amount_paise), 0) FROM ledger_entries
-    WHERE workflow_id = $1 AND kind <> 'reversal') AS adjustment_total,
-  (SELECT count(*) FROM stock_movements WHERE workflow_id = $1 AND reverses IS NULL)
-      AS stock_movements,
-  (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note') AS debit_notes
+  (SELECT count(*) FROM live_ledger_entries WHERE workflow_id = $1) AS ledger_posted,
+  (SELECT coalesce(sum(amount_paise), 0) FROM live_ledger_entries WHERE workflow_id = $1)
+      AS adjustment_total,
+  (SELECT count(*) FROM live_stock_movements WHERE workflow_id = $1) AS stock_movements,
+  (SELECT count(*) FROM live_debit_notes WHERE workflow_id = $1) AS debit_notes
 """
 
 

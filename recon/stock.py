@@ -86,22 +86,38 @@ async def move_stock(
     return int(inserted)
 
 
-async def verify_movements(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
-    row = await conn.fetchrow(
-        """
-        SELECT count(*) AS expected,
-               count(*) FILTER (WHERE m.key IS NULL) AS missing,
-               count(*) FILTER (WHERE m.qty <> c.received_qty) AS different
-        FROM comparisons c
-        LEFT JOIN stock_movements m
-               ON m.key = $1 || ':stock:' || c.invoice_no || ':' || c.line_no
-        WHERE c.workflow_id = $1
-        """,
-        workflow_id,
-    )
-    if row["missing"] or row["different"]:
+_VERIFY = """
+WITH g AS (SELECT recon_generation($1) AS n),
+c AS (
+    SELECT $1 || ':stock:' || c.invoice_no || ':' || c.line_no AS base, c.received_qty
+    FROM open_comparisons c
+    WHERE c.workflow_id = $1 AND ($2::text IS NULL OR c.supplier_id = $2)
+),
+live AS (
+    SELECT c.base, count(m.key) AS n,
+           count(*) FILTER (WHERE m.qty <> c.received_qty) AS different
+    FROM c CROSS JOIN g CROSS JOIN LATERAL generate_series(1, g.n) AS gen
+    LEFT JOIN live_stock_movements m ON m.key = recon_key(c.base, gen)
+    GROUP BY c.base
+)
+SELECT (SELECT count(*) FROM c) AS expected,
+       (SELECT count(*) FROM live WHERE n = 0) AS missing,
+       (SELECT count(*) FROM live WHERE n > 1) AS doubled,
+       (SELECT count(*) FROM live WHERE different > 0) AS different
+"""
+
+
+async def verify_movements(
+    conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
+) -> int:
+    """Every open reconciled line has exactly one live movement (not reversed) of its quantity."""
+    row = await conn.fetchrow(_VERIFY, workflow_id, supplier_id)
+    if row["missing"] or row["different"] or row["doubled"]:
         raise VerificationFailed(
-            f"stock check for {workflow_id}: {row['missing']} missing, {row['different']} with a "
-            f"different quantity, of {row['expected']} expected"
+            f"stock check for {workflow_id}"
+            + (f" (supplier {supplier_id})" if supplier_id else "")
+            + f": {row['missing']} missing, {row['different']} with a different quantity, "
+            f"{row['doubled']} booked twice, of {row['expected']} expected "
+            "(reversed movements do not count)"
         )
     return int(row["expected"])

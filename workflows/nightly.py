@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.fetch_invoices import fetch_invoices
     from activities.handover import (
         check_evidence,
+        park_invoices,
         record_decision,
         record_handover,
         send_reminder,
@@ -43,7 +44,9 @@ with workflow.unsafe.imports_passed_through():
         GateInput,
         HandoverNote,
         HandoverRequest,
+        IgnoredDecision,
         OutboxInput,
+        ParkRequest,
         PostInput,
         Progress,
         RecordedDecision,
@@ -65,6 +68,10 @@ EXTRACT_WAVE = 16  # extraction activities in flight at once
 
 T = TypeVar("T")
 
+# Patches (workflow.patched): runs started by older code replay the way they were recorded.
+RESUME_RERUNS_STEP = "resume-reruns-failed-step"
+DECISIONS_ON_RECORD = "decisions-on-record"
+
 
 class UndoRequested(Exception):
     """A person decided the whole run must be undone."""
@@ -81,6 +88,8 @@ class NightlyReconciliation:
         self._handover: HandoverNote | None = None
         self._decision: Decision | None = None
         self._decided: list[RecordedDecision] = []
+        self._ignored: list[IgnoredDecision] = []
+        self._wf = ""  # whose keys this run writes under: the night (a redo writes the night's)
 
     # ------------------------------------------------------------------ what people can see / do
     @workflow.query
@@ -95,19 +104,35 @@ class NightlyReconciliation:
     def decisions(self) -> list[RecordedDecision]:
         return self._decided
 
+    @workflow.query
+    def ignored_decisions(self) -> list[IgnoredDecision]:
+        return self._ignored
+
     def _why_not(self, d: Decision) -> str | None:
+        """Why a decision cannot be taken, or None. A decision names the handover it answers:
+        one for any other handover (an old one, or one nobody has read yet) is refused."""
         if self._handover is None:
             if self._decided:
                 last = self._decided[-1]
                 return (f"handover #{last.handover_no} was already decided: {last.decision} "
                         f"by {last.by}; no handover is pending now")
             return "no handover is pending for this run"
+        pending = self._handover.handover_no
+        if d.handover_no != pending:
+            if not d.handover_no:
+                return f"say which handover you answer: --handover {pending} is pending"
+            return (f"handover #{d.handover_no} is not the pending one: #{pending} is "
+                    f"(read it with `recon handover {workflow.info().workflow_id}`)")
         if self._decision is not None:
-            return f"handover #{self._handover.handover_no} was already decided"
+            return f"handover #{pending} was already decided"
         if d.decision not in DECISIONS:
             return f"unknown decision {d.decision!r}: use one of {', '.join(DECISIONS)}"
         if not d.by.strip():
             return "say who decides (--by NAME)"
+        if d.park and d.decision == "undo":
+            return "--park goes with resume or retry: an undo reverses the whole run anyway"
+        if d.park and not d.note.strip():
+            return "say why these invoices are parked (--note REASON)"
         return None
 
     @workflow.update
@@ -127,6 +152,14 @@ class NightlyReconciliation:
         reason = self._why_not(d)
         if reason:
             workflow.logger.warning("ignored decision signal %s: %s", d, reason)
+            self._ignored.append(IgnoredDecision(
+                decision=d.decision, by=d.by, handover_no=d.handover_no, reason=reason,
+                received_at=workflow.now().isoformat(),
+            ))
+            if workflow.patched(DECISIONS_ON_RECORD):
+                workflow.upsert_memo(
+                    {"ignored_decisions": [i.model_dump() for i in self._ignored]}
+                )
             return
         self._decision = d
 
@@ -134,19 +167,21 @@ class NightlyReconciliation:
     @workflow.run
     async def run(self, req: RunRequest) -> RunSummary:
         self._req = req
+        self._wf = req.redo_of or workflow.info().workflow_id
         try:
             return await self._forward(req)
         except UndoRequested as undo:
             return await self._undo_whole_run(undo.decision)
 
     async def _undo_whole_run(self, decision: RecordedDecision) -> RunSummary:
-        """A person decided the run must go: compensate everything it did, as a child workflow
-        with the same id `recon undo RUN` would use, so the two can never both run."""
-        wf = workflow.info().workflow_id
+        """A person decided the run must go: compensate everything it did (for a redo of one
+        supplier: that supplier), as a child workflow with the same id `recon undo` would use,
+        so the two can never both run."""
         self._progress.current_step = "undo"
         self._set_status("Undoing")
         request = UndoRequest(
-            run_workflow_id=wf, reason=decision.note or f"handover #{decision.handover_no}: undo",
+            run_workflow_id=self._wf, supplier_id=self._req.redo_supplier,
+            reason=decision.note or f"handover #{decision.handover_no}: undo",
             by=decision.by, heartbeat_seconds=self._req.heartbeat_seconds,
         )
         await workflow.execute_child_workflow(
@@ -156,23 +191,57 @@ class NightlyReconciliation:
         self._progress.current_step = None
         p = self._progress
         return RunSummary(
-            workflow_id=wf, status="Undone", invoices=p.invoices, parked=p.parked,
-            mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
-            stock_movements=p.stock_moved, debit_notes=p.debit_notes,
+            workflow_id=self._wf, status="Undone", invoices=p.invoices, parked=p.parked,
+            mismatches=p.mismatches, ledger_posted=0, adjustment_total_paise=0,
+            stock_movements=0, debit_notes=0,
         )
 
     async def _forward(self, req: RunRequest) -> RunSummary:
-        wf = workflow.info().workflow_id
+        wf = self._wf
         self._progress = Progress(workflow_id=wf)
         self._set_status("Running")
-        step = StepInput(workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse)
-        post = PostInput(workflow_id=wf, warehouse=req.warehouse, batch_size=req.post_batch_size)
+        if req.redo_of is None:
+            await self._read_and_compare(req)
+        post = PostInput(workflow_id=wf, warehouse=req.warehouse, batch_size=req.post_batch_size,
+                         supplier_id=req.redo_supplier)
         outbox = OutboxInput(
             workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse,
-            finance_head_email=req.finance_head_email,
+            finance_head_email=req.finance_head_email, supplier_id=req.redo_supplier,
         )
         p = self._progress
+        while True:
+            posted = await self._step(
+                "post_adjustments", lambda: self._act(post_adjustments, post, WRITE_TIMEOUT)
+            )
+            p.ledger_posted = posted.expected if posted else p.ledger_posted
+            moved = await self._step(
+                "update_stock", lambda: self._act(update_stock, post, WRITE_TIMEOUT)
+            )
+            p.stock_moved = moved.expected if moved else p.stock_moved
+            if await self._gate_before_debit_notes(wf):
+                break
+        notes = await self._step(
+            "send_debit_notes", lambda: self._act(send_debit_notes, outbox, WRITE_TIMEOUT)
+        )
+        p.debit_notes = notes.count if notes else p.debit_notes
+        summary = await self._step(
+            "send_summary", lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
+        )
+        self._set_status("Completed")
+        p.current_step = None
+        if summary is None:  # only in histories recorded before RESUME_RERUNS_STEP
+            summary = RunSummary(
+                workflow_id=wf, status="Completed", invoices=p.invoices, parked=p.parked,
+                mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
+                stock_movements=p.stock_moved, debit_notes=p.debit_notes,
+            )
+        return summary
 
+    async def _read_and_compare(self, req: RunRequest) -> None:
+        """Steps 1-6: read, extract, match and compare. Nothing here writes to the business."""
+        wf = self._wf
+        step = StepInput(workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse)
+        p = self._progress
         fetched = await self._step("fetch_invoices", lambda: self._act(fetch_invoices, step))
         p.invoices = fetched.count if fetched else p.invoices
         extracted = await self._step("extract_lines", lambda: self._extract_all(wf, p.invoices))
@@ -185,31 +254,6 @@ class NightlyReconciliation:
         await self._step("compare_quantities", lambda: self._act(compare_quantities, step))
         flagged = await self._step("flag_mismatches", lambda: self._act(flag_mismatches, step))
         p.mismatches = flagged.count if flagged else p.mismatches
-        posted = await self._step(
-            "post_adjustments", lambda: self._act(post_adjustments, post, WRITE_TIMEOUT)
-        )
-        p.ledger_posted = posted.expected if posted else p.ledger_posted
-        moved = await self._step(
-            "update_stock", lambda: self._act(update_stock, post, WRITE_TIMEOUT)
-        )
-        p.stock_moved = moved.expected if moved else p.stock_moved
-        await self._gate_before_debit_notes(wf)
-        notes = await self._step(
-            "send_debit_notes", lambda: self._act(send_debit_notes, outbox, WRITE_TIMEOUT)
-        )
-        p.debit_notes = notes.count if notes else p.debit_notes
-        summary = await self._step(
-            "send_summary", lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
-        )
-        self._set_status("Completed")
-        p.current_step = None
-        if summary is None:  # a person accepted a failed summary step as it stands
-            summary = RunSummary(
-                workflow_id=wf, status="Completed", invoices=p.invoices, parked=p.parked,
-                mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
-                stock_movements=p.stock_moved, debit_notes=p.debit_notes,
-            )
-        return summary
 
     # ------------------------------------------------------------------ helpers
     async def _act(self, fn: Callable[..., Awaitable[T]], arg: Any,
@@ -246,8 +290,10 @@ class NightlyReconciliation:
         return total
 
     async def _step(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
-        """Run one step. If it fails for good, hand over and do what the person decides:
-        retry runs it again, resume accepts it as it stands (returns None), undo stops here."""
+        """Run one step until it is done and verified. If it fails for good, hand over and do
+        what the person decides: resume and retry both run the step again (it starts after its
+        last committed entry: what is live is never written twice, what is missing is never
+        skipped); undo stops here. No decision accepts a failed step as it stands."""
         while True:
             self._progress.current_step = name
             workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
@@ -257,14 +303,18 @@ class NightlyReconciliation:
                 decision = await self._hand_over(name, err)
                 if decision.decision == "undo":
                     raise UndoRequested(decision) from err
-                if decision.decision == "retry":
-                    continue
-                result = None
+                if decision.decision == "resume" and not workflow.patched(RESUME_RERUNS_STEP):
+                    # Histories recorded before the patch accepted the step as it stood.
+                    self._progress.steps_done.append(name)
+                    return None
+                continue
             self._progress.steps_done.append(name)
             return result
 
-    async def _gate_before_debit_notes(self, wf: str) -> None:
-        """Debit notes cannot be unsent: send them only on clear evidence, else ask a person."""
+    async def _gate_before_debit_notes(self, wf: str) -> bool:
+        """Debit notes cannot be unsent: send them only on clear evidence, else ask a person.
+        True: go on to the notes. False: the ledger or stock no longer holds what the night
+        calls for and the person chose to go on: post and book again first (never skip)."""
         name = "gate_before_debit_notes"
         while True:
             self._progress.current_step = name
@@ -273,18 +323,22 @@ class NightlyReconciliation:
                 max_parked_invoice_ratio=self._req.max_parked_invoice_ratio,
                 max_adjustment_total_paise=self._req.max_adjustment_total_paise,
                 max_adjustment_share=self._req.max_adjustment_share,
+                supplier_id=self._req.redo_supplier,
             ))
             if not verdict.reasons:
-                return
+                return True
             decision = await self._hand_over(
                 name, None, error_type="UnclearEvidence", message="; ".join(verdict.reasons),
                 next_action="send the debit notes (resume), check the evidence again (retry), "
                 "or undo the run (undo)",
             )
-            if decision.decision == "resume":
-                return
             if decision.decision == "undo":
                 raise UndoRequested(decision)
+            if verdict.unverified and workflow.patched(RESUME_RERUNS_STEP):
+                return False  # notes never go out on an unverified ledger: post again first
+            if decision.decision == "resume":
+                return True
+            # retry: look at the evidence again (invoices the person parked are left out).
 
     async def _hand_over(
         self, step: str, err: ActivityError | None, *, error_type: str = "",
@@ -294,14 +348,19 @@ class NightlyReconciliation:
             cause = err.cause
             error_type = cause.type if isinstance(cause, ApplicationError) and cause.type else \
                 type(cause).__name__ if cause else "ActivityError"
-            message = str(cause) if cause else str(err)
-            next_action = f"run {step} again with the same keys (retry), accept what {step} " \
-                "posted and go on (resume), or undo the run (undo)"
+            message = cause.message if isinstance(cause, ApplicationError) else \
+                str(cause) if cause else str(err)
+            next_action = (
+                f"run {step} again from its last committed entry, once the cause is fixed "
+                f"(retry or resume: nothing already posted is posted twice, nothing missing is "
+                f"skipped; add --park INVOICE --note WHY to go on without named invoices), or "
+                f"undo the run (undo)"
+            )
         self._progress.handovers += 1
         number = self._progress.handovers
         self._handover = await self._act(record_handover, HandoverRequest(
-            workflow_id=workflow.info().workflow_id, handover_no=number, step=step,
-            error_type=error_type or "Unknown", error_message=message[:4000],
+            workflow_id=workflow.info().workflow_id, posted_for=self._wf, handover_no=number,
+            step=step, error_type=error_type or "Unknown", error_message=message[:4000],
             attempts=self._attempts(err), next_action=next_action,
             finance_head_email=self._req.finance_head_email,
         ))
@@ -326,13 +385,21 @@ class NightlyReconciliation:
         recorded = RecordedDecision(
             workflow_id=workflow.info().workflow_id, handover_no=number,
             decision=decision.decision, by=decision.by, note=decision.note,
-            decided_at=workflow.now().isoformat(),
+            decided_at=workflow.now().isoformat(), park=list(decision.park),
         )
+        if recorded.park:
+            await self._act(park_invoices, ParkRequest(
+                workflow_id=self._wf, handover_no=number, invoices=recorded.park,
+                by=recorded.by, reason=recorded.note,
+            ))
         await self._act(record_decision, recorded)
         self._decided.append(recorded)
         self._handover = None
         self._decision = None
-        workflow.upsert_memo({"handover": None})
+        memo: dict[str, Any] = {"handover": None}
+        if workflow.patched(DECISIONS_ON_RECORD):
+            memo["decisions"] = [d.model_dump() for d in self._decided]
+        workflow.upsert_memo(memo)
         self._set_status("Running")
         return recorded
 

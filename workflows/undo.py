@@ -14,11 +14,12 @@ from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from activities.undo import (
+        open_next_generation,
         reverse_ledger_entries,
         reverse_stock_movements,
         withdraw_debit_notes,
     )
-    from recon.models import Reversed, UndoRequest, UndoResult
+    from recon.models import GenerationRequest, Reversed, UndoRequest, UndoResult
     from workflows.policies import RETRY, WRITE_TIMEOUT
 
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
@@ -38,6 +39,14 @@ class UndoReconciliation:
     async def run(self, req: UndoRequest) -> UndoResult:
         workflow.upsert_search_attributes([RECON_STATUS.value_set("Undoing")])
         counts: dict[str, Reversed] = {}
+        await workflow.execute_activity(
+            open_next_generation,
+            GenerationRequest(run_workflow_id=req.run_workflow_id,
+                              raised_by=workflow.info().run_id),
+            start_to_close_timeout=WRITE_TIMEOUT,
+            heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
+            retry_policy=RETRY,
+        )
         for step in (withdraw_debit_notes, reverse_stock_movements, reverse_ledger_entries):
             name = step.__name__
             workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
