@@ -37,12 +37,15 @@ class AwaitingDecision:
 
 async def result_or_handover(handle: WorkflowHandle, result_type: Any) -> Any | AwaitingDecision:
     """The run's result, or the pending handover as soon as the run waits for a person."""
-    result = asyncio.ensure_future(handle.result(result_type=result_type))
+    result = asyncio.ensure_future(handle.result())
     try:
         while True:
             done, _ = await asyncio.wait({result}, timeout=POLL_SECONDS)
             if done:
-                return result.result()
+                value = result.result()
+                if isinstance(value, dict) and hasattr(result_type, "model_validate"):
+                    return result_type.model_validate(value)
+                return value
             description = await handle.describe()
             if description.typed_search_attributes.get(RECON_STATUS) != "AwaitingDecision":
                 continue

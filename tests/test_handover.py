@@ -77,7 +77,8 @@ async def test_a_ledger_that_rejects_every_entry_stops_the_run_and_a_person_retr
     first.kill()
     spawn_worker(queue)
     await pool.execute(f"DROP TRIGGER {trigger} ON ledger_entries; DROP FUNCTION {trigger}();")
-    approved = recon_cli(stack.env(), "approve", wf, "--decision", "retry", "--by", "asha",
+    approved = recon_cli(stack.env(), "approve", wf, "--handover", "1", "--decision", "retry",
+                         "--by", "asha",
                          "--note", "audit lock lifted")
     assert approved.returncode == 0, approved.stderr
     summary = await asyncio.wait_for(handle.result(), 60)
@@ -110,24 +111,25 @@ async def test_the_gate_before_debit_notes_holds_them_until_approved(
         (("--decision", "maybe", "--by", "asha"), "unknown decision"),
         (("--decision", "resume", "--by", " "), "say who decides"),
     ]:
-        refused = recon_cli(env, "approve", wf, *args)
+        refused = recon_cli(env, "approve", wf, "--handover", "1", *args)
         assert refused.returncode != 0
         assert reason in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-    nobody = recon_cli(env, "approve", "recon-1999-01-01-nowhere", "--decision", "resume",
-                       "--by", "asha")
+    nobody = recon_cli(env, "approve", "recon-1999-01-01-nowhere", "--handover", "1",
+                       "--decision", "resume", "--by", "asha")
     assert nobody.returncode != 0 and "no running run" in nobody.stderr
 
     # A signal that cannot be accepted is ignored; the run keeps waiting.
     await handle.signal("decide_signal", Decision(decision="explode", by="x"))
     await asyncio.sleep(0.5)
     assert (await handle.query("progress"))["status"] == "AwaitingDecision"
-    await handle.signal("decide_signal", Decision(decision="resume", by="ravi", note="checked"))
+    await handle.signal("decide_signal", Decision(decision="resume", by="ravi", note="checked",
+                                                       handover_no=1))
     summary = await asyncio.wait_for(handle.result(), 60)
     assert summary.status == "Completed" and summary.debit_notes > 0
     assert await pool.fetchval(
         "SELECT decided_by FROM handovers WHERE workflow_id = $1", wf) == "ravi"
 
-    again = recon_cli(env, "approve", wf, "--decision", "resume", "--by", "asha")
+    again = recon_cli(env, "approve", wf, "--handover", "1", "--decision", "resume", "--by", "asha")
     assert again.returncode != 0 and len(again.stderr.strip().splitlines()) == 1
 
 
@@ -145,8 +147,8 @@ async def test_a_second_decision_on_the_same_handover_is_refused(
     handle = await start(client, settings_for(queue, gate_max_total_paise=100), day, warehouse)
     await wait_for(lambda: _awaiting(client, wf), 60, "the gate to hand over")
     answers = await asyncio.gather(
-        handle.execute_update("decide", Decision(decision="resume", by="asha")),
-        handle.execute_update("decide", Decision(decision="undo", by="ravi")),
+        handle.execute_update("decide", Decision(decision="resume", by="asha", handover_no=1)),
+        handle.execute_update("decide", Decision(decision="undo", by="ravi", handover_no=1)),
         return_exceptions=True,
     )
     accepted = [a for a in answers if isinstance(a, str)]
@@ -188,7 +190,7 @@ async def test_a_step_is_done_only_when_the_ledger_holds_it(
     assert "post_adjustments" not in progress["steps_done"]
     assert await pool.fetchval(
         "SELECT count(*) FROM stock_movements WHERE workflow_id = $1", wf) == 0
-    await handle.execute_update("decide", Decision(decision="retry", by="asha"))
+    await handle.execute_update("decide", Decision(decision="retry", by="asha", handover_no=1))
     await asyncio.wait_for(handle.result(), 60)
     assert len(await ledger_rows(pool, wf)) == 8
 
@@ -217,6 +219,6 @@ async def test_a_waiting_run_sends_a_reminder_each_morning(
     assert reminder["key"] == f"{wf}:handover:1:reminder:1"
     assert "still waits for a decision" in reminder["subject"]
     assert (await handle.query("progress"))["status"] == "AwaitingDecision"
-    await handle.execute_update("decide", Decision(decision="resume", by="asha"))
+    await handle.execute_update("decide", Decision(decision="resume", by="asha", handover_no=1))
     await asyncio.wait_for(handle.result(), 60)
     assert await reminded() == 1, "the next reminder is a day away"
