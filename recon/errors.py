@@ -1,4 +1,4 @@
-"""The three failure classes of DESIGN.md §2, decided in one place.
+"""The three failure classes of docs/design.md §2, decided in one place.
 
 temporary  -> retry (same keys) a few times with growing waits
 permanent  -> for one item: park it (handled where the item is known)

@@ -44,6 +44,11 @@ async def _checked_plan(
             f"run {run} is still going: undo refuses to act behind its back; wait for it to "
             f"finish, or answer its handover with `recon approve {run} --decision undo`"
         )
+    async for redo in client.list_workflows(
+        f'WorkflowId STARTS_WITH "redo-{run}" AND ExecutionStatus = "Running"', limit=1
+    ):
+        raise UndoRefused(f"redo {redo.id} of this night is still going: answer or wait for it "
+                          f"(`recon status {redo.id}`), then undo")
     if supplier is not None:
         if not await pool.fetchval("SELECT 1 FROM suppliers WHERE supplier_id = $1", supplier):
             raise UndoRefused(f"unknown supplier {supplier!r}")

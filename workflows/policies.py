@@ -1,4 +1,4 @@
-"""Timeouts and retry rules per step kind (DESIGN.md §1-2), in one place.
+"""Timeouts and retry rules per step kind (docs/design.md §1-2), in one place.
 
 Temporal's own retry count is only a backstop against a worker that keeps dying: the activities
 themselves decide when a temporary error has been retried enough (activities/step.py) and mark
