@@ -28,10 +28,13 @@ async def run_worker(
     settings: Settings, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None
 ) -> None:
     """Serve until SIGINT/SIGTERM (or until `stop` is set, when the caller owns the signals)."""
-    pool = await connect_pool(settings.database_url, max_size=20)
+    # A frozen worker must not hold a lock for long: Postgres ends any transaction of ours that
+    # sits idle longer than this, so a takeover never waits on a process that cannot run.
+    pool = await connect_pool(settings.database_url, max_size=20,
+                              idle_transaction_seconds=max(2.0, settings.heartbeat_seconds))
     await migrate(pool)
-    resources.install(pool, make_extractor(settings), settings)
     client = await connect(settings)
+    resources.install(pool, make_extractor(settings), settings, client)
     worker = Worker(
         client,
         task_queue=settings.task_queue,

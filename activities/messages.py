@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from activities import resources
+from activities import fences, resources
 from activities.step import business_step
-from recon.fencing import scope_for, take_fence
+from recon.fencing import scope_for
 from recon.keys import generation_key
 from recon.models import Count, OutboxInput, RunSummary
 from recon.money import rupees
@@ -41,7 +41,7 @@ ORDER BY m.supplier_id
 @business_step
 async def send_debit_notes(job: OutboxInput) -> Count:
     pool = resources.pool()
-    fence = await take_fence(pool, scope_for(job.workflow_id, "outbox"))
+    fence = await fences.take(scope_for(job.workflow_id, "outbox"))
     generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
     suppliers = await pool.fetch(_OWED, job.workflow_id, job.supplier_id)
     async with pool.acquire() as conn:
@@ -72,7 +72,7 @@ async def send_debit_notes(job: OutboxInput) -> Count:
 @business_step
 async def send_summary(job: OutboxInput) -> RunSummary:
     pool = resources.pool()
-    fence = await take_fence(pool, scope_for(job.workflow_id, "summary"))
+    fence = await fences.take(scope_for(job.workflow_id, "summary"))
     facts = await run_facts(pool, job.workflow_id)
     parked = await pool.fetch(
         "SELECT invoice_no, line_no, step, reason FROM parked_items WHERE workflow_id = $1"

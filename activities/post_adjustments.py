@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncpg
 from temporalio import activity
 
-from activities import resources
+from activities import fences, resources
 from activities.batches import walk_in_batches
 from activities.step import business_step, last_progress
-from recon.fencing import scope_for, take_fence
+from recon.fencing import scope_for
 from recon.ledger import LedgerEntry, live_adjustment_total, post_entries, verify_adjustments
 from recon.models import PostInput, PostResult
 
@@ -36,7 +36,7 @@ ORDER BY m.seq LIMIT $3
 @business_step
 async def post_adjustments(job: PostInput) -> PostResult:
     pool = resources.pool()
-    fence = await take_fence(pool, scope_for(job.workflow_id, "ledger"))
+    fence = await fences.take(scope_for(job.workflow_id, "ledger"))
     async with pool.acquire() as conn:
         generation = await conn.fetchval("SELECT recon_generation($1)", job.workflow_id)
 

@@ -6,6 +6,7 @@ The worker sets these once at start; activities read them. Workflows never touch
 from __future__ import annotations
 
 import asyncpg
+from temporalio.client import Client
 
 from recon.config import Settings
 from recon.extraction import Extractor
@@ -13,11 +14,19 @@ from recon.extraction import Extractor
 _pool: asyncpg.Pool | None = None
 _extractor: Extractor | None = None
 _settings: Settings | None = None
+_client: Client | None = None
 
 
-def install(pool: asyncpg.Pool, extractor: Extractor, settings: Settings) -> None:
-    global _pool, _extractor, _settings
-    _pool, _extractor, _settings = pool, extractor, settings
+def install(
+    pool: asyncpg.Pool, extractor: Extractor, settings: Settings, client: Client | None = None
+) -> None:
+    global _pool, _extractor, _settings, _client
+    _pool, _extractor, _settings, _client = pool, extractor, settings, client
+
+
+def client() -> Client | None:
+    """The worker's Temporal client: an attempt asks it whether it is still the live one."""
+    return _client
 
 
 def pool() -> asyncpg.Pool:

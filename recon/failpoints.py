@@ -3,7 +3,8 @@
 `RECON_FAILPOINTS` is a comma-separated list of `step:position[:action]`:
   post_adjustments:24           exit hard when the step reaches entry 24 (before it commits)
   post_adjustments:24:stop      freeze this whole process there (SIGSTOP to itself), like a
-                                stopped VM or a long GC pause; SIGCONT wakes it
+                                stopped VM or a long GC pause; SIGCONT wakes it (once a process)
+  in_transaction:ledger:stop    freeze inside a ledger batch's transaction, after its fence check
   post_adjustments:3:temporary  raise a temporary error there, once per process
   before:post_adjustments       exit hard as the step starts (a crash *between* steps)
   post_adjustments:delay:0.5    wait 0.5 s after each committed batch (to make timing visible)
@@ -42,7 +43,8 @@ def hit(step: str, position: int | str) -> None:
         return
     if action == "exit":
         _exit(where)
-    elif action == "stop":
+    elif action == "stop" and where not in _fired:
+        _fired.add(where)
         sys.stderr.write(f"failpoint {where} reached: freezing\n")
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGSTOP)

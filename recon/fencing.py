@@ -38,11 +38,33 @@ class Fence:
             )
 
 
-async def take_fence(conn: asyncpg.Connection | asyncpg.Pool, scope: str) -> Fence:
-    """A new token, higher than any handed out before for this scope."""
-    token = await conn.fetchval(
-        "INSERT INTO fences (scope, token) VALUES ($1, 1)"
-        " ON CONFLICT (scope) DO UPDATE SET token = fences.token + 1 RETURNING token",
-        scope,
-    )
+@dataclass(frozen=True)
+class Holder:
+    """Which attempt asks: its workflow run, the activity's sequence in that run, the attempt."""
+
+    run_id: str
+    seq: int
+    attempt: int
+
+
+async def take_fence(
+    conn: asyncpg.Connection | asyncpg.Pool, scope: str, holder: Holder | None = None
+) -> Fence:
+    """A new token, higher than any handed out before for this scope. Refused (StaleAttempt)
+    when a later activity or attempt of the same workflow run already holds the scope: a woken
+    stale attempt can never take the work back from the live one."""
+    if holder is None:
+        token = await conn.fetchval(
+            "SELECT recon_take_fence($1, NULL, NULL, NULL)", scope
+        )
+    else:
+        token = await conn.fetchval(
+            "SELECT recon_take_fence($1, $2, $3, $4)",
+            scope, holder.run_id, holder.seq, holder.attempt,
+        )
+    if token < 0:
+        raise StaleAttempt(
+            f"attempt {holder.attempt if holder else '?'} may not take {scope}: a later attempt "
+            f"of this run holds it (token {-token}), so this one writes nothing"
+        )
     return Fence(scope, int(token))

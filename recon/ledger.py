@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from recon import failpoints
 from recon.errors import KeyPayloadConflict, VerificationFailed
 from recon.fencing import Fence
 
@@ -69,6 +70,7 @@ async def post_entries(
     async with conn.transaction():
         if fence is not None:
             await fence.check(conn)
+        failpoints.hit("in_transaction", "ledger")
         inserted = await conn.fetch(_INSERT, *[list(c) for c in columns],
                                     fence.token if fence else None)
         if len(inserted) < len(entries):

@@ -188,6 +188,25 @@ async def test_same_key_with_another_amount_fails_loudly_and_rolls_back_the_batc
 
 # ---------------------------------------------------------------------------------------- d.
 
+async def test_an_earlier_attempt_of_the_same_run_cannot_take_the_fence_back(
+    pool: asyncpg.Pool,
+) -> None:
+    """A woken worker starting a superseded attempt must not take a newer token than the live
+    attempt holds; a later activity of the run, or another run (reset, undo, redo), may."""
+    from recon.fencing import Holder
+
+    scope = scope_for(f"fence-{uuid.uuid4()}", "ledger")
+    live = await take_fence(pool, scope, Holder("run-1", seq=7, attempt=3))
+    for stale in (Holder("run-1", 7, 2), Holder("run-1", 5, 9)):
+        with pytest.raises(StaleAttempt):
+            await take_fence(pool, scope, stale)
+    assert await pool.fetchval("SELECT token FROM fences WHERE scope = $1", scope) == live.token
+    again = await take_fence(pool, scope, Holder("run-1", 7, 4))
+    later_step = await take_fence(pool, scope, Holder("run-1", 12, 1))
+    other_run = await take_fence(pool, scope, Holder("run-2", 1, 1))
+    assert live.token < again.token < later_step.token < other_run.token
+
+
 async def test_a_stale_fence_writes_nothing(pool: asyncpg.Pool) -> None:
     workflow_id = f"fence-{uuid.uuid4()}"
     scope = scope_for(workflow_id, "ledger")
