@@ -4,7 +4,7 @@
    call or a long batch never looks like a dead worker, a dead worker is noticed within the
    heartbeat timeout, and a retry knows roughly how far the last attempt got.
 2. It turns an exception into Temporal's language by the classes of recon.errors:
-   temporary -> retryable until the 4th attempt (at most 3 retries), then non-retryable;
+   temporary -> retryable with growing waits for the outage window, then non-retryable;
    stale     -> retryable, soon: a stale attempt's failure is ignored, a live one retries newer;
    unknown   -> non-retryable at once: the workflow stops and hands the run to a person.
 """
@@ -15,20 +15,25 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import ParamSpec, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from recon import failpoints
-from recon.errors import StaleAttempt, classify
+from recon.errors import StaleAttempt, classify, outage_in_words
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-MAX_ATTEMPTS_FOR_TEMPORARY = 4
+# Temporary errors (a database, model provider or Temporal restarting) are retried with growing
+# waits, capped, for the outage window (RECON_OUTAGE_WINDOW, default 30 minutes) before the run
+# asks a person. The outage's start travels from attempt to attempt in the heartbeat details.
+RETRY_WAIT_CAP_SECONDS = 30.0
+DEFAULT_OUTAGE_WINDOW_SECONDS = 1800.0
 
 # A mutable box per attempt: the ticker task holds a copy of the context, so it must share the box.
 _progress: contextvars.ContextVar[dict] = contextvars.ContextVar("progress")
@@ -41,6 +46,7 @@ def report_progress(position: int) -> None:
     box = _progress.get()
     first = not box.get("reported")
     box["at"], box["reported"] = position, True
+    box["outage_since"] = None  # progress: whatever outage there was is over
     if first:
         activity.heartbeat(position)
 
@@ -55,12 +61,58 @@ def last_progress(default: int = 0) -> int:
     return default
 
 
+def _outage_since() -> float | None:
+    """When the outage the previous attempts failed on began (epoch seconds), if any."""
+    details = activity.info().heartbeat_details
+    if len(details) > 1 and isinstance(details[1], int | float):
+        return float(details[1])
+    return None
+
+
 def _beat() -> None:
-    position = _progress.get({"at": None})["at"]
-    if position is None:
+    box = _progress.get({"at": None})
+    position, since = box.get("at"), box.get("outage_since")
+    if since is not None:
+        activity.heartbeat(position, since)
+    elif position is None:
         activity.heartbeat()
     else:
         activity.heartbeat(position)
+
+
+def _outage_window() -> float:
+    from activities import resources
+
+    try:
+        return resources.settings().outage_window_seconds
+    except RuntimeError:  # an activity run outside a worker
+        return DEFAULT_OUTAGE_WINDOW_SECONDS
+
+
+def _temporary(exc: Exception, attempt: int) -> ApplicationError:
+    """Retry soon and then less often, until the outage has lasted the whole window; then say
+    in words what was down and since when, and hand over."""
+    box = _progress.get()
+    now = time.time()
+    since = box.get("outage_since") or now
+    box["outage_since"] = since
+    lasted = now - since
+    what = outage_in_words(exc)
+    started = datetime.fromtimestamp(since, UTC).strftime("%H:%M:%S UTC")
+    if lasted >= _outage_window():
+        return ApplicationError(
+            f"{what} since {started} ({lasted / 60:.0f} min, {attempt} attempts), "
+            f"longer than the {_outage_window() / 60:.0f}-minute outage window: "
+            f"{type(exc).__name__}: {exc}",
+            {"class": "temporary", "attempt": attempt, "outage_since": since},
+            type="TemporaryErrorsExhausted", non_retryable=True,
+        )
+    wait = min(RETRY_WAIT_CAP_SECONDS, 2.0 ** min(attempt - 1, 10))
+    return ApplicationError(
+        f"{what} since {started}: {type(exc).__name__}: {exc}",
+        {"class": "temporary", "attempt": attempt, "outage_since": since},
+        type=type(exc).__name__, non_retryable=False, next_retry_delay=timedelta(seconds=wait),
+    )
 
 
 async def _keep_alive() -> None:
@@ -75,7 +127,7 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         failpoints.before_step(activity.info().activity_type)
-        _progress.set({"at": last_progress() or None})
+        _progress.set({"at": last_progress() or None, "outage_since": _outage_since()})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
         try:
             return await fn(*args, **kwargs)
@@ -91,21 +143,14 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
                 next_retry_delay=timedelta(milliseconds=100),
             ) from exc
         except Exception as exc:
-            kind = classify(exc)
             attempt = activity.info().attempt
-            give_up = kind != "temporary" or attempt >= MAX_ATTEMPTS_FOR_TEMPORARY
-            error_type = type(exc).__name__
-            # The type travels in `type`; the message says it only where the type is not the
-            # error's own, so a note reads "RaiseError: period locked", never the type twice.
-            message = str(exc) or error_type
-            if kind == "temporary" and give_up:
-                error_type = "TemporaryErrorsExhausted"
-                message = f"after {attempt} attempts: {type(exc).__name__}: {exc}"
+            if classify(exc) == "temporary":
+                raise _temporary(exc, attempt) from exc
+            # Unknown: stop at once. The type travels in `type`, the message is the error's own,
+            # so a note reads "RaiseError: period locked", never the type twice.
             raise ApplicationError(
-                message,
-                {"class": kind, "attempt": attempt},
-                type=error_type,
-                non_retryable=give_up,
+                str(exc) or type(exc).__name__, {"class": "unknown", "attempt": attempt},
+                type=type(exc).__name__, non_retryable=True,
             ) from exc
         finally:
             ticker.cancel()

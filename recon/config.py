@@ -59,6 +59,7 @@ class Settings:
     gate_max_adjustment_share: float
     heartbeat_seconds: float
     reminder_utc_time: str
+    outage_window_seconds: float = 1800.0
 
 
 def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> int:
@@ -122,4 +123,5 @@ def load_settings() -> Settings:
         gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE", 0.05),
         heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 3.0),
         reminder_utc_time=_clock(values, "RECON_REMINDER_UTC", "03:30:00"),
+        outage_window_seconds=_float(values, "RECON_OUTAGE_WINDOW", 1800.0),
     )

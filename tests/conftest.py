@@ -35,6 +35,7 @@ class Stack:
     database_url: str
     temporal_address: str
     state: Path
+    postgres: EmbeddedPostgres | None = None  # for the outage tests, which stop and restart it
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))}
@@ -56,7 +57,7 @@ def stack() -> Iterator[Stack]:
     url = postgres.start()
     temporal.start()
     try:
-        yield Stack(url, temporal.address, state)
+        yield Stack(url, temporal.address, state, postgres)
     finally:
         temporal.stop()
         postgres.stop()

@@ -15,7 +15,9 @@ RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
-    maximum_attempts=25,
+    # A backstop only (a worker that dies on every attempt): temporary errors are retried for
+    # the outage window and then stopped by the activity itself (activities/step.py).
+    maximum_attempts=200,
 )
 
 READ_TIMEOUT = timedelta(minutes=10)
