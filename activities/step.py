@@ -4,7 +4,8 @@
    call or a long batch never looks like a dead worker, a dead worker is noticed within the
    heartbeat timeout, and a retry knows roughly how far the last attempt got.
 2. It turns an exception into Temporal's language by the classes of recon.errors:
-   temporary -> retryable until the 4th attempt (at most 3 retries), then non-retryable;
+   temporary -> retryable until the 4th attempt (at most 3 retries), then non-retryable, each
+                retry after a growing wait set on the error (recon.errors.retry_wait);
    unknown   -> non-retryable at once: the workflow stops and hands the run to a person.
 """
 
@@ -21,7 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from recon import failpoints
-from recon.errors import classify
+from recon.errors import classify, retry_wait
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -91,6 +92,7 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
                 {"class": kind, "attempt": attempt},
                 type=error_type,
                 non_retryable=give_up,
+                next_retry_delay=None if give_up else retry_wait(kind, attempt),
             ) from exc
         finally:
             ticker.cancel()

@@ -2,6 +2,8 @@
 
 `RECON_FAILPOINTS` is a comma-separated list of `step:position[:action]`:
   post_adjustments:24           exit hard when the step reaches entry 24 (before it commits)
+  post_adjustments:24:first     exit hard there, but only in the step's first attempt: a second
+                                worker given the same failpoints finishes the retry
   post_adjustments:24:stop      freeze this whole process there (SIGSTOP to itself), like a
                                 stopped VM or a long GC pause; SIGCONT wakes it
   post_adjustments:3:temporary  raise a temporary error there, once per process
@@ -35,12 +37,18 @@ def _exit(where: str) -> None:
     os._exit(137)
 
 
+def _first_attempt() -> bool:
+    from temporalio import activity
+
+    return not activity.in_activity() or activity.info().attempt == 1
+
+
 def hit(step: str, position: int | str) -> None:
     where = f"{step}:{position}"
     action = _points().get(where)
     if action is None:
         return
-    if action == "exit":
+    if action == "exit" or (action == "first" and _first_attempt()):
         _exit(where)
     elif action == "stop":
         sys.stderr.write(f"failpoint {where} reached: freezing\n")
