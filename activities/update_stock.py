@@ -1,26 +1,22 @@
 """Step 8: book each reconciled line's received quantity into stock, once per key.
 
-Same shape as step 7: keyed rows, fenced batches, heartbeat progress, a closing check.
+Same guarantees as step 7 (keyed rows, fenced writes, heartbeat progress, a closing check), but
+set-based: each transaction is one `INSERT ... SELECT` over a seq range of the run's comparisons
+(recon.stock.move_reconciled_range), so no movement passes through Python.
 """
 
 from __future__ import annotations
 
-import asyncpg
 from temporalio import activity
 
 from activities import resources
-from activities.batches import walk_in_batches
-from activities.step import business_step, last_progress
+from activities.step import business_step, last_progress, report_progress
+from recon import failpoints
 from recon.fencing import scope_for, take_fence
 from recon.models import PostInput, PostResult
-from recon.stock import StockMovement, move_stock, movement_key, verify_movements
+from recon.stock import move_reconciled_range, verify_movements
 
 STEP = "update_stock"
-
-_NEXT = """
-SELECT seq, invoice_no, line_no, supplier_id, sku, received_qty
-FROM comparisons WHERE workflow_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
-"""
 
 
 @activity.defn(name="update_stock")
@@ -28,25 +24,25 @@ FROM comparisons WHERE workflow_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
 async def update_stock(job: PostInput) -> PostResult:
     pool = resources.pool()
     fence = await take_fence(pool, scope_for(job.workflow_id, "stock"))
+    started_after = position = last_progress()
+    inserted = walked = 0
     async with pool.acquire() as conn:
-
-        async def write(rows: list[asyncpg.Record]) -> int:
-            return await move_stock(conn, [
-                StockMovement(
-                    key=movement_key(job.workflow_id, r["invoice_no"], r["line_no"]),
-                    workflow_id=job.workflow_id, warehouse=job.warehouse, sku=r["sku"],
-                    qty=r["received_qty"], supplier_id=r["supplier_id"],
-                    invoice_no=r["invoice_no"], line_no=r["line_no"],
-                    note=f"received against {r['invoice_no']} line {r['line_no']}, reconciled",
-                )
-                for r in rows
-            ], fence)
-
-        walk = await walk_in_batches(
-            conn, STEP, _NEXT, job.workflow_id, job.batch_size, last_progress(), write
+        last_seq = await conn.fetchval(
+            "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", job.workflow_id
         )
+        while position < last_seq:
+            upto = min(position + job.batch_size, last_seq)
+            failpoints.hit_range(STEP, position, upto)
+            moved = await move_reconciled_range(
+                conn, job.workflow_id, job.warehouse, position, upto, fence
+            )
+            inserted += moved.inserted
+            walked += moved.wanted
+            position = upto
+            report_progress(position)
+            await failpoints.after_batch(STEP)
         expected = await verify_movements(conn, job.workflow_id)
     return PostResult(
-        expected=expected, inserted=walk.inserted, already_there=walk.already_there,
-        walked_again=walk.already_there, started_at=walk.started_after,
+        expected=expected, inserted=inserted, already_there=walked - inserted,
+        walked_again=walked - inserted, started_at=started_after,
     )

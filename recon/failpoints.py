@@ -59,6 +59,15 @@ def hit(step: str, position: int | str) -> None:
         raise ConnectionResetError(f"failpoint {where}: a temporary error")
 
 
+def hit_range(step: str, after: int, last: int) -> None:
+    """`hit` for every position in (after, last], for steps that write a range in one statement:
+    the env is read once, and a failpoint inside the range fires before the range commits."""
+    for point in _points():
+        name, _, position = point.partition(":")
+        if name == step and position.isdigit() and after < int(position) <= last:
+            hit(step, int(position))
+
+
 def before_step(step: str) -> None:
     hit("before", step)
 
