@@ -1,25 +1,17 @@
 """Steps 3-6: match lines to purchase orders, snapshot received stock, compare, flag mismatches.
 
 All four are set-based SQL over the run's working set, keyed by workflow id. Each is written so
-that running it again (retry, reset, resume) finds its rows there and adds nothing. Steps 3-5 run
-one statement per range of invoices (recon.working_set), with the last committed range in the
-heartbeat; step 6 is one statement over the run's comparisons.
+that running it again (retry, reset, resume) finds its rows there and adds nothing.
 """
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable
 
 import asyncpg
 from temporalio import activity
 
 from activities import resources
-from activities.step import business_step, last_progress, report_progress
-from recon import failpoints
+from activities.step import business_step
 from recon.models import Count, StepInput
-from recon.working_set import compare_range, last_invoice_seq, match_range, snapshot_range
-
-INVOICES_PER_RANGE = 5000  # ~12,000 lines: a statement of a second or less, then a heartbeat
 
 
 async def _locked(conn: asyncpg.Connection, workflow_id: str) -> None:
@@ -40,34 +32,63 @@ async def _fill_once(workflow_id: str, table: str, insert: str) -> Count:
     return Count(count=int(have))
 
 
-async def _walk_invoice_ranges(
-    step: str, workflow_id: str, fill: Callable[[asyncpg.Connection, int, int], Awaitable[None]]
-) -> None:
-    """Fill the step's rows range by range of the run's invoices, in order, each range committed
-    before the next; resume after the last range the previous attempt heartbeated."""
-    async with resources.pool().acquire() as conn:
-        last = await last_invoice_seq(conn, workflow_id)
-        position = last_progress()
-        while position < last:
-            upto = min(position + INVOICES_PER_RANGE, last)
-            failpoints.hit_range(step, position, upto)
-            await fill(conn, position, upto)
-            position = upto
-            report_progress(position)
-
-
 @activity.defn(name="match_orders")
 @business_step
 async def match_orders(step: StepInput) -> Count:
     """Step 3. A line whose PO does not exist, is another supplier's, or lacks the SKU is parked;
     so is a second line billing a PO line that another line of this run already billed."""
-    wf = step.workflow_id
-    await _walk_invoice_ranges(
-        "match_orders", wf, lambda conn, a, b: match_range(conn, wf, a, b))
-    pool = resources.pool()
-    matched = await pool.fetchval("SELECT count(*) FROM line_matches WHERE workflow_id = $1", wf)
-    parked = await pool.fetchval(
-        "SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = 'match_orders'", wf)
+    async with resources.pool().acquire() as conn, conn.transaction():
+        await _locked(conn, step.workflow_id)
+        await conn.execute(
+            """
+            WITH candidates AS (
+                SELECT l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise,
+                       row_number() OVER (PARTITION BY p.po_number, p.sku
+                                          ORDER BY l.invoice_no, l.line_no) AS nth
+                FROM invoice_lines l
+                JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
+                JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
+                WHERE l.workflow_id = $1
+            )
+            INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise)
+            SELECT $1, invoice_no, line_no, po_number, sku, unit_price_paise
+            FROM candidates WHERE nth = 1
+            ON CONFLICT DO NOTHING
+            """,
+            step.workflow_id,
+        )
+        await conn.execute(
+            """
+            INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, line_no, reason, evidence)
+            SELECT l.workflow_id, 'line:' || l.invoice_no || ':' || l.line_no, 'match_orders',
+                   l.invoice_no, l.line_no,
+                   CASE
+                     WHEN l.po_number IS NULL THEN 'invoice names no purchase order'
+                     WHEN o.po_number IS NULL THEN 'no purchase order ' || l.po_number
+                     WHEN o.supplier_id <> l.supplier_id
+                       THEN 'purchase order ' || l.po_number || ' belongs to ' || o.supplier_id
+                     WHEN p.sku IS NULL THEN 'SKU ' || l.sku || ' is not on ' || l.po_number
+                     ELSE 'PO line ' || l.po_number || '/' || l.sku || ' already billed in this run'
+                   END,
+                   l.qty || ' x ' || l.sku || ' (' || l.description || ') at '
+                       || l.unit_price_paise || ' paise'
+            FROM invoice_lines l
+            LEFT JOIN purchase_orders o ON o.po_number = l.po_number
+            LEFT JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
+            WHERE l.workflow_id = $1
+              AND NOT EXISTS (SELECT 1 FROM line_matches m WHERE m.workflow_id = $1
+                              AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no)
+            ON CONFLICT DO NOTHING
+            """,
+            step.workflow_id,
+        )
+        matched = await conn.fetchval(
+            "SELECT count(*) FROM line_matches WHERE workflow_id = $1", step.workflow_id
+        )
+        parked = await conn.fetchval(
+            "SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = 'match_orders'",
+            step.workflow_id,
+        )
     return Count(count=int(matched), parked=int(parked))
 
 
@@ -76,22 +97,34 @@ async def match_orders(step: StepInput) -> Count:
 async def read_stock(step: StepInput) -> Count:
     """Step 4. Receipts keep arriving during the night; the run compares against the snapshot it
     took first, so a resume never re-reads a different picture."""
-    wf = step.workflow_id
-    pool = resources.pool()
-    taken = await pool.fetchval("SELECT lines FROM stock_snapshot_taken WHERE workflow_id = $1", wf)
-    if taken is not None:
-        return Count(count=int(taken))
-    await _walk_invoice_ranges(
-        "read_stock", wf, lambda conn, a, b: snapshot_range(conn, wf, step.warehouse, a, b))
-    lines = await pool.fetchval(
-        """
-        INSERT INTO stock_snapshot_taken (workflow_id, lines)
-        SELECT $1, count(*) FROM stock_snapshots WHERE workflow_id = $1
-        ON CONFLICT (workflow_id) DO UPDATE SET lines = stock_snapshot_taken.lines
-        RETURNING lines
-        """,
-        wf,
-    )
+    async with resources.pool().acquire() as conn, conn.transaction():
+        await _locked(conn, step.workflow_id)
+        taken = await conn.fetchval(
+            "SELECT lines FROM stock_snapshot_taken WHERE workflow_id = $1", step.workflow_id
+        )
+        if taken is not None:
+            return Count(count=int(taken))
+        lines = await conn.fetchval(
+            """
+            WITH snap AS (
+                INSERT INTO stock_snapshots (workflow_id, po_number, sku, qty_received)
+                SELECT $1, m.po_number, m.sku,
+                       coalesce((SELECT sum(g.qty_received) FROM goods_receipts g
+                                 WHERE g.po_number = m.po_number AND g.sku = m.sku
+                                   AND g.warehouse = $2), 0)
+                FROM (SELECT DISTINCT po_number, sku FROM line_matches WHERE workflow_id = $1) m
+                RETURNING 1
+            )
+            SELECT count(*) FROM snap
+            """,
+            step.workflow_id,
+            step.warehouse,
+        )
+        await conn.execute(
+            "INSERT INTO stock_snapshot_taken (workflow_id, lines) VALUES ($1, $2)",
+            step.workflow_id,
+            lines,
+        )
     return Count(count=int(lines))
 
 
@@ -99,12 +132,22 @@ async def read_stock(step: StepInput) -> Count:
 @business_step
 async def compare_quantities(step: StepInput) -> Count:
     """Step 5. One comparison per matched line: invoiced vs received quantity, invoice vs PO price."""
-    wf = step.workflow_id
-    await _walk_invoice_ranges(
-        "compare_quantities", wf, lambda conn, a, b: compare_range(conn, wf, a, b))
-    count = await resources.pool().fetchval(
-        "SELECT count(*) FROM comparisons WHERE workflow_id = $1", wf)
-    return Count(count=int(count))
+    return await _fill_once(
+        step.workflow_id, "comparisons",
+        """
+            INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
+                                     invoiced_qty, received_qty, invoice_price_paise, po_price_paise)
+            SELECT $1, row_number() OVER (ORDER BY l.invoice_no, l.line_no), l.invoice_no,
+                   l.line_no, l.supplier_id, l.sku, l.qty, s.qty_received, l.unit_price_paise,
+                   m.po_price_paise
+            FROM invoice_lines l
+            JOIN line_matches m ON m.workflow_id = l.workflow_id AND m.invoice_no = l.invoice_no
+                               AND m.line_no = l.line_no
+            JOIN stock_snapshots s ON s.workflow_id = l.workflow_id AND s.po_number = m.po_number
+                                  AND s.sku = m.sku
+            WHERE l.workflow_id = $1
+        """,
+    )
 
 
 @activity.defn(name="flag_mismatches")
