@@ -1,7 +1,9 @@
 """The worker: serves the workflows and activities on one task queue.
 
 A short sticky-queue timeout and heartbeat timeouts on every activity mean that when this process
-dies, Temporal hands its work to another worker within seconds.
+dies, Temporal hands its work to another worker within seconds: the run's next workflow task
+leaves a dead worker's sticky queue after 0.2 s (the SDK default is 10 s), and a busy live worker
+that misses it only costs a replay on whichever worker takes it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from workflows.registry import WORKFLOWS
 
 log = structlog.get_logger("recon.worker")
 
+STICKY_TIMEOUT = timedelta(milliseconds=200)
+
 
 async def run_worker(
     settings: Settings, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None
@@ -40,7 +44,7 @@ async def run_worker(
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
         activities=ACTIVITIES,
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         max_concurrent_activities=50,
         graceful_shutdown_timeout=timedelta(seconds=5),
     )

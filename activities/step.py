@@ -24,7 +24,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from recon import failpoints
-from recon.errors import StaleAttempt, classify, outage_in_words
+from recon.errors import StaleAttempt, classify, outage_in_words, retry_wait
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -107,7 +107,8 @@ def _temporary(exc: Exception, attempt: int) -> ApplicationError:
             {"class": "temporary", "attempt": attempt, "outage_since": since},
             type="TemporaryErrorsExhausted", non_retryable=True,
         )
-    wait = min(RETRY_WAIT_CAP_SECONDS, 2.0 ** min(attempt - 1, 10))
+    grown = retry_wait("temporary", min(attempt, 12)) or timedelta(0)
+    wait = min(RETRY_WAIT_CAP_SECONDS, grown.total_seconds())
     return ApplicationError(
         f"{what} since {started}: {type(exc).__name__}: {exc}",
         {"class": "temporary", "attempt": attempt, "outage_since": since},

@@ -1,35 +1,22 @@
 """Step 8: book each reconciled line's received quantity into stock, once per key.
 
-Same shape as step 7: keyed rows, fenced batches, heartbeat progress, a closing check.
+Same guarantees as step 7 (keyed rows, fenced writes, heartbeat progress, a closing check), but
+set-based: each transaction is one `INSERT ... SELECT` over a seq range of the run's comparisons
+(recon.stock.move_reconciled_range), so no movement passes through Python.
 """
 
 from __future__ import annotations
 
-import asyncpg
 from temporalio import activity
 
 from activities import fences, resources
-from activities.batches import walk_in_batches
-from activities.step import business_step, last_progress
+from activities.step import business_step, last_progress, report_progress
+from recon import failpoints
 from recon.fencing import scope_for
-from recon.keys import generation_key
 from recon.models import PostInput, PostResult
-from recon.stock import StockMovement, move_stock, movement_key, verify_movements
+from recon.stock import move_reconciled_range, verify_movements
 
 STEP = "update_stock"
-
-# $4 generation, $5 supplier in scope (NULL: all); a line with a live movement in any generation
-# is left alone (see post_adjustments).
-_NEXT = """
-SELECT c.seq, c.invoice_no, c.line_no, c.supplier_id, c.sku, c.received_qty,
-       EXISTS (SELECT 1 FROM generate_series(1, $4) AS gen
-               JOIN live_stock_movements m
-                 ON m.key = recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no, gen)
-              ) AS live
-FROM open_comparisons c
-WHERE c.workflow_id = $1 AND c.seq > $2 AND ($5::text IS NULL OR c.supplier_id = $5)
-ORDER BY c.seq LIMIT $3
-"""
 
 
 @activity.defn(name="update_stock")
@@ -37,28 +24,27 @@ ORDER BY c.seq LIMIT $3
 async def update_stock(job: PostInput) -> PostResult:
     pool = resources.pool()
     fence = await fences.take(scope_for(job.workflow_id, "stock"))
+    started_after = position = last_progress()
+    inserted = walked = 0
     async with pool.acquire() as conn:
         generation = await conn.fetchval("SELECT recon_generation($1)", job.workflow_id)
-
-        async def write(rows: list[asyncpg.Record]) -> int:
-            return await move_stock(conn, [
-                StockMovement(
-                    key=generation_key(
-                        movement_key(job.workflow_id, r["invoice_no"], r["line_no"]), generation),
-                    workflow_id=job.workflow_id, warehouse=job.warehouse, sku=r["sku"],
-                    qty=r["received_qty"], supplier_id=r["supplier_id"],
-                    invoice_no=r["invoice_no"], line_no=r["line_no"],
-                    note=f"received against {r['invoice_no']} line {r['line_no']}, reconciled",
-                )
-                for r in rows if not r["live"]
-            ], fence)
-
-        walk = await walk_in_batches(
-            conn, STEP, _NEXT, job.workflow_id, job.batch_size, last_progress(), write,
-            (generation, job.supplier_id),
+        last_seq = await conn.fetchval(
+            "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", job.workflow_id
         )
+        while position < last_seq:
+            upto = min(position + job.batch_size, last_seq)
+            failpoints.hit_range(STEP, position, upto)
+            moved = await move_reconciled_range(
+                conn, job.workflow_id, job.warehouse, position, upto, fence, generation,
+                job.supplier_id,
+            )
+            inserted += moved.inserted
+            walked += moved.wanted
+            position = upto
+            report_progress(position)
+            await failpoints.after_batch(STEP)
         expected = await verify_movements(conn, job.workflow_id, job.supplier_id)
     return PostResult(
-        expected=expected, inserted=walk.inserted, already_there=walk.already_there,
-        walked_again=walk.already_there, started_at=walk.started_after,
+        expected=expected, inserted=inserted, already_there=walked - inserted,
+        walked_again=walked - inserted, started_at=started_after,
     )

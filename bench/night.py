@@ -1,20 +1,24 @@
 """How long does a whole night take at scale, end to end, on the embedded stack.
 
-    uv run python bench/night.py [--invoices N] [--mismatches M] [--repeats R]
+    uv run python bench/night.py [--invoices N] [--mismatches M] [--repeats R] [--workers W]
 
 Starts its own embedded Temporal dev server (in memory, free ports) and embedded PostgreSQL in a
 temporary directory, applies the migrations, and for each of R nights (different dates, one stack):
 seeds the night with `recon.seed.seed_night`, starts a real worker in this process on a task queue
-of its own, starts the run with `starter.start_night` and waits for its result. Then it reads the
+of its own (or, with --workers W, W `recon worker` processes sharing that queue), starts the run
+with `starter.start_night` and waits for its result. Then it reads the
 run's event history and Postgres and prints:
 
   - seconds for seeding and for the run (wall, start to result), invoices per second of the run;
   - per step (activity type): wall seconds from its first ActivityTaskScheduled to its last
-    ActivityTaskCompleted (event times from the history), how many activities, their mean time;
+    ActivityTaskCompleted (event times from the history), how many activities, their mean time,
+    and the CPU seconds spent meanwhile by the Python worker(s), the Temporal server and Postgres;
   - history events (Temporal warns at 10,240 and terminates at 51,200), history bytes, and the
     largest payload anywhere in the history (warns at 256 KB, fails at 2 MB);
   - model_calls / invoice_reads / ledger rows / distinct keys from Postgres, which must equal
-    invoices / invoices / mismatches / mismatches (OK or MISMATCH).
+    invoices / invoices / mismatches / mismatches (OK or MISMATCH);
+  - the plain cost of the same work (bench/plain.py: parse every document in one process, COPY
+    every row the run wrote into scratch tables) and `night/plain ratio: X.X`, run wall / plain.
 
 With R > 1 it also prints the median of every number over the R nights. The debit-note gate is
 opened wide for the bench so a run never waits for a person; if one hands over anyway the bench
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import platform
@@ -36,19 +41,23 @@ import tempfile
 import time
 import uuid
 import warnings
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from pathlib import Path
 
 import structlog
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from temporalio.api.common.v1 import Payload  # noqa: E402
 from temporalio.api.enums.v1 import EventType  # noqa: E402
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from temporalio.common import SearchAttributeKey  # noqa: E402
 
+from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa: E402
+from bench.plain import Plain, plain_cost  # noqa: E402
 from recon.db import connect_pool, migrate  # noqa: E402
 from recon.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.embedded import free_port  # noqa: E402
@@ -169,6 +178,15 @@ class Night:
     run_seconds: float
     history: HistoryReport
     counts: dict[str, int]
+    cpu: CpuSampler
+    run_started: float
+    run_ended: float
+    plain: Plain
+    workers: int
+
+    @property
+    def ratio(self) -> float:
+        return self.run_seconds / self.plain.seconds
 
     @property
     def per_second(self) -> float:
@@ -207,9 +225,8 @@ async def _watch(client: Client, handle: WorkflowHandle, started: float, every: 
 
 
 async def run_night(stack: RunningStack, client: Client, pool, day: str, invoices: int,
-                    mismatches: int, seed: int, watch_every: float) -> Night:
+                    mismatches: int, seed: int, watch_every: float, workers: int) -> Night:
     from starter import start_night
-    from worker import run_worker
 
     started = time.perf_counter()
     seeded = await seed_night(pool, day, WAREHOUSE, invoices, mismatches, seed)
@@ -227,33 +244,76 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
         openai_api_key=None, openai_base_url=None, failpoints="",  # the offline extractor
         gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0,  # never hand over at the gate
     )
-    ready, stop = asyncio.Event(), asyncio.Event()
-    worker = asyncio.create_task(run_worker(settings, ready=ready, stop=stop))
-    try:
-        await asyncio.wait_for(ready.wait(), 60)
-        started = time.perf_counter()
-        handle = await start_night(client, settings, day, WAREHOUSE)
-        watcher = asyncio.create_task(_watch(client, handle, started, watch_every))
-        result_task = asyncio.ensure_future(handle.result())
-        try:
-            done, _ = await asyncio.wait({result_task, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            if watcher in done:
-                result_task.cancel()
-                watcher.result()  # raises SystemExit with the handover note
-            result = result_task.result()
-        finally:
-            watcher.cancel()
-        run_seconds = time.perf_counter() - started
-    finally:
-        stop.set()
-        await asyncio.wait_for(worker, 60)
+    async with serving(stack, settings, workers) as python_cpu:
+        sampler = CpuSampler(python=python_cpu,
+                             temporal=lambda: process_cpu(stack.temporal.process.pid),
+                             postgres=lambda: tree_cpu(postmaster_pid(str(stack.postgres.datadir))))
+        with sampler:
+            run_started = time.time()
+            started = time.perf_counter()
+            handle = await start_night(client, settings, day, WAREHOUSE)
+            watcher = asyncio.create_task(_watch(client, handle, started, watch_every))
+            result_task = asyncio.ensure_future(handle.result())
+            try:
+                done, _ = await asyncio.wait({result_task, watcher},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if watcher in done:
+                    result_task.cancel()
+                    watcher.result()  # raises SystemExit with the handover note
+                result = result_task.result()
+            finally:
+                watcher.cancel()
+            run_seconds = time.perf_counter() - started
+            run_ended = time.time()
     print(f"  {day}: run {result.status} in {run_seconds:.1f} s ({result.invoices:,} invoices, "
           f"{result.parked:,} parked, {result.mismatches:,} mismatches, "
           f"{rupees(result.adjustment_total_paise)} adjusted, "
           f"{result.debit_notes} debit notes)", flush=True)
     history = await read_history(handle)
     counts = dict(await pool.fetchrow(_COUNTS, handle.id))
-    return Night(day, invoices, mismatches, seed_seconds, run_seconds, history, counts)
+    plain = await plain_cost(pool, handle.id)
+    return Night(day, invoices, mismatches, seed_seconds, run_seconds, history, counts, sampler,
+                 run_started, run_ended, plain, workers)
+
+
+@contextlib.asynccontextmanager
+async def serving(stack: RunningStack, settings, workers: int) -> AsyncIterator[Callable[[], float]]:
+    """Workers on the night's task queue while the run lasts; yields how to read their CPU
+    seconds. 0 workers: one worker in this process (its CPU is this process's)."""
+    if workers == 0:
+        from worker import run_worker
+
+        ready, stop = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(run_worker(settings, ready=ready, stop=stop))
+        try:
+            await asyncio.wait_for(ready.wait(), 60)
+            yield lambda: sum(os.times()[:2])
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 60)
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))}
+    env.update(TEMPORAL_ADDRESS=stack.temporal.address, DATABASE_URL=stack.postgres.url,
+               RECON_TASK_QUEUE=settings.task_queue, PYTHONUNBUFFERED="1")
+    logs = [stack.temporal.state / f"worker-{settings.task_queue}-{n}.log" for n in range(workers)]
+    procs = [subprocess.Popen([sys.executable, "-m", "recon.cli", "worker"], cwd=ROOT, env=env,
+                              stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL) for log in logs]
+    try:
+        deadline = time.monotonic() + 60
+        while not all("worker started" in log.read_text(errors="replace") for log in logs):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                raise SystemExit(f"a worker did not start; see {logs}")
+            await asyncio.sleep(0.05)
+        yield lambda: sum(process_cpu(p.pid) for p in procs)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 # ------------------------------------------------------------------ printing
@@ -269,12 +329,18 @@ def show_night(n: Night) -> None:
     print(f"  seed seconds             {n.seed_seconds:>12.2f}")
     print(f"  run seconds (wall)       {n.run_seconds:>12.2f}")
     print(f"  invoices per second      {n.per_second:>12,.1f}")
-    print(f"  {'step':<24}{'wall s':>10}{'share':>8}{'acts':>7}{'mean act s':>12}{'max try':>9}")
+    workers = "1 in the bench process" if n.workers == 0 else f"{n.workers} processes"
+    print(f"  workers                  {workers:>12}")
+    print(f"  {'step':<24}{'wall s':>10}{'share':>8}{'acts':>7}{'mean act s':>12}{'max try':>9}"
+          f"{'cpu py':>9}{'cpu tmp':>9}{'cpu pg':>9}")
     for name in _order(h.steps):
         s = h.steps[name]
         mean = s.busy / s.activities if s.activities else 0.0
+        py, tmp, pg = n.cpu.between(s.first_scheduled or 0.0, s.last_completed or 0.0)
         print(f"  {name:<24}{s.wall:>10.2f}{s.wall / n.run_seconds:>8.1%}{s.activities:>7}"
-              f"{mean:>12.2f}{s.attempts_max:>9}")
+              f"{mean:>12.2f}{s.attempts_max:>9}{py:>9.2f}{tmp:>9.2f}{pg:>9.2f}")
+    py, tmp, pg = n.cpu.between(n.run_started, n.run_ended)
+    print(f"  {'(whole run)':<24}{n.run_seconds:>10.2f}{'':>36}{py:>9.2f}{tmp:>9.2f}{pg:>9.2f}")
     steps_sum = sum(s.wall for s in h.steps.values())
     span = h.last_event - h.first_event
     print(f"  {'(sum of steps)':<24}{steps_sum:>10.2f}{steps_sum / n.run_seconds:>8.1%}")
@@ -290,6 +356,10 @@ def show_night(n: Night) -> None:
         print(f"  {label:<24} {got:>12,}  expected {want:,}: {verdict}")
     print(f"  (mismatches flagged {n.counts['mismatches_flagged']:,}, parked items "
           f"{n.counts['parked']:,})")
+    p = n.plain
+    print(f"  plain: parse {p.documents:,} documents {p.parse_seconds:.2f} s, COPY {p.rows:,} rows "
+          f"{p.copy_seconds:.2f} s, together {p.seconds:.2f} s")
+    print(f"night/plain ratio: {n.ratio:.1f}")
 
 
 def show_median(nights: list[Night]) -> None:
@@ -305,6 +375,8 @@ def show_median(nights: list[Night]) -> None:
         ("seed seconds", [n.seed_seconds for n in nights]),
         ("run seconds (wall)", [n.run_seconds for n in nights]),
         ("invoices per second", [n.per_second for n in nights]),
+        ("plain seconds", [n.plain.seconds for n in nights]),
+        ("night/plain ratio", [n.ratio for n in nights]),
     ]
     names = _order({name for n in nights for name in n.history.steps})
     rows += [(f"step {name}", [n.history.steps[name].wall for n in nights
@@ -347,7 +419,8 @@ async def run(args: argparse.Namespace) -> int:
                 for r in range(args.repeats):
                     day = (FIRST_DATE + timedelta(days=r)).isoformat()
                     nights.append(await run_night(stack, client, pool, day, args.invoices,
-                                                  args.mismatches, args.seed, args.progress_every))
+                                                  args.mismatches, args.seed, args.progress_every,
+                                                  args.workers))
             finally:
                 await pool.close()
     finally:
@@ -366,11 +439,15 @@ def main() -> None:
     parser.add_argument("--mismatches", type=int, default=500, help="adjustments seeded per night")
     parser.add_argument("--repeats", type=int, default=1, help="independent nights (different dates)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated nights")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="worker processes sharing the night (0: one worker in this process)")
     parser.add_argument("--progress-every", type=float, default=30.0,
                         help="seconds between progress lines on stderr")
     args = parser.parse_args()
-    if min(args.invoices, args.repeats) < 1 or args.mismatches < 0 or args.progress_every <= 0:
-        parser.error("--invoices and --repeats must be at least 1, --mismatches at least 0")
+    if min(args.invoices, args.repeats) < 1 or min(args.mismatches, args.workers) < 0 \
+            or args.progress_every <= 0:
+        parser.error("--invoices and --repeats must be at least 1, --mismatches and --workers "
+                     "at least 0")
     warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs.*")  # as pytest does
     os.environ.pop("RECON_FAILPOINTS", None)  # failpoints read the environment: none in a bench
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))

@@ -121,7 +121,7 @@ def load_settings() -> Settings:
         gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO", 0.10),
         gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", 0, minimum=0),
         gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE", 0.05),
-        heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 3.0),
+        heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 2.0),
         reminder_utc_time=_clock(values, "RECON_REMINDER_UTC", "03:30:00"),
         outage_window_seconds=_float(values, "RECON_OUTAGE_WINDOW", 1800.0),
     )

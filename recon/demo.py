@@ -1,8 +1,8 @@
 """`recon demo`: the crash story, end to end, on the embedded stack.
 
-Seed one night, start a worker that dies hard at entry 24 of step 7, start a fresh worker, let
-Temporal finish the run, then show what happened: each step's attempts, the restart, and that the
-ledger holds each entry once.
+Seed one night, start two workers on one task queue (as production runs them); the one that takes
+step 7 dies hard at entry 24, the other one finishes the run. Then show what happened: each
+step's attempts, the restart, and that the ledger holds each entry once.
 """
 
 from __future__ import annotations
@@ -58,13 +58,16 @@ def _spawn_worker(stack: RunningStack, log: Path, **env: str) -> subprocess.Pope
     )
 
 
-async def _wait_exit(process: subprocess.Popen, timeout: float) -> int:
+async def _wait_first_exit(workers: list[subprocess.Popen], timeout: float) -> tuple[int, int]:
+    """(worker number from 1, exit code) of the first worker to exit."""
     deadline = time.monotonic() + timeout
-    while process.poll() is None:
+    while True:
+        for n, process in enumerate(workers, 1):
+            if process.poll() is not None:
+                return n, process.returncode
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the crashing worker did not reach entry {CRASH_AT} in {timeout}s")
-        await asyncio.sleep(0.02)
-    return process.returncode
+            raise TimeoutError(f"no worker reached entry {CRASH_AT} in {timeout}s")
+        await asyncio.sleep(0.01)
 
 
 async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcome:
@@ -80,22 +83,24 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
             f"{len(seeded.no_po_invoices)} citing no PO, {len(seeded.unknown_sku_lines)} unknown SKUs"
         )
         client = await connect(settings)
-        doomed = _spawn_worker(stack, state / "worker-1.log",
-                               RECON_FAILPOINTS=f"post_adjustments:{CRASH_AT}")
-        workers.append(doomed)
+        # Both workers carry the failpoint; it fires only in step 7's first attempt, so whichever
+        # worker takes step 7 dies there and the other one finishes the retry.
+        workers += [_spawn_worker(stack, state / f"worker-{n}.log",
+                                  RECON_FAILPOINTS=f"post_adjustments:{CRASH_AT}:first")
+                    for n in (1, 2)]
         from starter import start_night
 
         settings = replace(settings, task_queue=DEMO_QUEUE, post_batch_size=5)
         handle = await start_night(client, settings, DEMO_DATE, DEMO_WAREHOUSE)
-        console.print(f"started {handle.id}; worker 1 will die at entry {CRASH_AT} of step 7")
-        code = await _wait_exit(doomed, 120)
+        console.print(f"started {handle.id}; workers 1 and 2 poll its task queue, and the one "
+                      f"that runs step 7 will die at entry {CRASH_AT}")
+        dead, code = await _wait_first_exit(workers, 120)
         crashed_at = time.monotonic()
         posted = await pool.fetchval(
             "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1", handle.id
         )
-        console.print(f"worker 1 exited hard (code {code}) with {posted} entries committed; "
-                      "starting worker 2")
-        workers.append(_spawn_worker(stack, state / "worker-2.log"))
+        console.print(f"worker {dead} exited hard (code {code}) with {posted} entries committed; "
+                      f"worker {3 - dead} carries on")
         await asyncio.wait_for(handle.result(), 120)
         finished = time.monotonic() - crashed_at
         facts = await inspect_run(client, pool, handle.id)

@@ -8,6 +8,7 @@ unknown    -> stop the run and hand it to a person
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import asyncpg
 
@@ -78,3 +79,15 @@ def outage_in_words(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "timed out"
     return "temporary errors"
+
+
+TEMPORARY_FIRST_WAIT = timedelta(seconds=1)
+
+
+def retry_wait(kind: str, attempt: int) -> timedelta | None:
+    """How long the next attempt waits after this error: 1 s, 2 s, 4 s for a temporary error
+    (the service that pushed back needs time), None (the policy's short wait) otherwise. The
+    policy's 0.1 s is meant for a lost worker, where nothing needs to recover."""
+    if kind != "temporary":
+        return None
+    return TEMPORARY_FIRST_WAIT * 2 ** max(attempt - 1, 0)

@@ -2,6 +2,8 @@
 
 `RECON_FAILPOINTS` is a comma-separated list of `step:position[:action]`:
   post_adjustments:24           exit hard when the step reaches entry 24 (before it commits)
+  post_adjustments:24:first     exit hard there, but only in the step's first attempt: a second
+                                worker given the same failpoints finishes the retry
   post_adjustments:24:stop      freeze this whole process there (SIGSTOP to itself), like a
                                 stopped VM or a long GC pause; SIGCONT wakes it (once a process)
   in_transaction:ledger:stop    freeze inside a ledger batch's transaction, after its fence check
@@ -36,12 +38,18 @@ def _exit(where: str) -> None:
     os._exit(137)
 
 
+def _first_attempt() -> bool:
+    from temporalio import activity
+
+    return not activity.in_activity() or activity.info().attempt == 1
+
+
 def hit(step: str, position: int | str) -> None:
     where = f"{step}:{position}"
     action = _points().get(where)
     if action is None:
         return
-    if action == "exit":
+    if action == "exit" or (action == "first" and _first_attempt()):
         _exit(where)
     elif action == "stop" and where not in _fired:
         _fired.add(where)
@@ -51,6 +59,15 @@ def hit(step: str, position: int | str) -> None:
     elif action == "temporary" and where not in _fired:
         _fired.add(where)
         raise ConnectionResetError(f"failpoint {where}: a temporary error")
+
+
+def hit_range(step: str, after: int, last: int) -> None:
+    """`hit` for every position in (after, last], for steps that write a range in one statement:
+    the env is read once, and a failpoint inside the range fires before the range commits."""
+    for point in _points():
+        name, _, position = point.partition(":")
+        if name == step and position.isdigit() and after < int(position) <= last:
+            hit(step, int(position))
 
 
 def before_step(step: str) -> None:

@@ -31,7 +31,7 @@ class RunRequest(BaseModel):
     finance_head_email: str = "finance.head@distributor.example"
     extract_batch_size: int = 50
     post_batch_size: int = 500
-    heartbeat_seconds: float = 3.0
+    heartbeat_seconds: float = 2.0
     # The gate before debit notes (the irreversible step) hands over when any of these is crossed.
     max_parked_invoice_ratio: float = 0.10
     max_adjustment_share: float = 0.05  # adjustments above 5% of the night's invoiced value
@@ -217,7 +217,7 @@ class UndoRequest(BaseModel):
     references: list[str] = Field(default_factory=list)
     reason: str
     by: str
-    heartbeat_seconds: float = 3.0
+    heartbeat_seconds: float = 2.0
 
     @property
     def scope(self) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon.errors import KeyPayloadConflict, VerificationFailed
+from recon.errors import KeyPayloadConflict, StaleAttempt, VerificationFailed
 from recon.fencing import Fence
 
 
@@ -121,3 +121,83 @@ async def verify_movements(
             "(reversed movements do not count)"
         )
     return int(row["expected"])
+
+
+# ------------------------------------------------------------------ step 8, set-based
+# One statement books a seq range of the run's comparisons: no row passes through Python. The
+# fence is checked inside the statement (FOR SHARE: an attempt taking the fence over waits for this
+# one to commit; a stale token joins no row, so nothing is written), keys collide as in
+# `move_stock`, and the level moves only by the rows that were new.
+_MOVE_RANGE = """
+WITH fence AS (
+    SELECT token FROM fences WHERE scope = $5 AND token = $6 FOR SHARE
+), wanted AS (
+    -- Open lines (not parked by a decision) in scope ($8 supplier or NULL) that have no live
+    -- movement in any generation, booked under the current generation's key ($7).
+    SELECT recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no, $7) AS key, c.sku,
+           c.received_qty, c.supplier_id, c.invoice_no, c.line_no
+    FROM open_comparisons c
+    WHERE c.workflow_id = $1 AND c.seq > $2 AND c.seq <= $3
+      AND ($8::text IS NULL OR c.supplier_id = $8)
+      AND NOT EXISTS (
+          SELECT 1 FROM generate_series(1, $7) AS gen
+          JOIN live_stock_movements l
+            ON l.key = recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no, gen))
+), moved AS (
+    INSERT INTO stock_movements
+        (key, workflow_id, warehouse, sku, qty, supplier_id, invoice_no, line_no, note, reverses,
+         fence_token)
+    SELECT w.key, $1, $4, w.sku, w.received_qty, w.supplier_id, w.invoice_no, w.line_no,
+           'received against ' || w.invoice_no || ' line ' || w.line_no || ', reconciled', NULL,
+           f.token
+    FROM wanted w CROSS JOIN fence f
+    ORDER BY w.key
+    ON CONFLICT (key) DO NOTHING
+    RETURNING warehouse, sku, qty
+), levels AS (
+    INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
+    SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
+    ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
+)
+SELECT (SELECT count(*) FROM fence) AS fenced, (SELECT count(*) FROM wanted) AS wanted,
+       (SELECT count(*) FROM moved) AS inserted
+"""
+
+_DIFFERENT_IN_RANGE = """
+SELECT m.key, m.qty, c.received_qty AS wanted
+FROM comparisons c
+JOIN stock_movements m ON m.key = recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no, $5)
+WHERE c.workflow_id = $1 AND c.seq > $2 AND c.seq <= $3
+  AND (m.qty <> c.received_qty OR m.sku <> c.sku OR m.warehouse <> $4)
+LIMIT 1
+"""
+
+
+@dataclass(frozen=True)
+class RangeMoved:
+    wanted: int
+    inserted: int
+
+
+async def move_reconciled_range(
+    conn: asyncpg.Connection, workflow_id: str, warehouse: str, after_seq: int, last_seq: int,
+    fence: Fence, generation: int = 1, supplier_id: str | None = None,
+) -> RangeMoved:
+    """Book comparisons with `after_seq < seq <= last_seq` in one transaction. A redo of a
+    committed range conflicts on every key and moves nothing; a key already holding a different
+    quantity is a bug and fails loudly, as in `move_stock`."""
+    async with conn.transaction():
+        row = await conn.fetchrow(_MOVE_RANGE, workflow_id, after_seq, last_seq, warehouse,
+                                  fence.scope, fence.token, generation, supplier_id)
+        if not row["fenced"]:
+            await fence.check(conn)  # raises StaleAttempt with the newest token in its message
+            raise StaleAttempt(f"fencing token {fence.token} for {fence.scope} was refused")
+        if row["inserted"] < row["wanted"]:
+            different = await conn.fetchrow(_DIFFERENT_IN_RANGE, workflow_id, after_seq, last_seq,
+                                            warehouse, generation)
+            if different:
+                raise KeyPayloadConflict(
+                    f"stock key {different['key']} already moved {different['qty']}, "
+                    f"this attempt wanted {different['wanted']}"
+                )
+    return RangeMoved(wanted=int(row["wanted"]), inserted=int(row["inserted"]))
