@@ -2,6 +2,8 @@
 
 `RECON_FAILPOINTS` is a comma-separated list of `step:position[:action]`:
   post_adjustments:24           exit hard when the step reaches entry 24 (before it commits)
+  sender_accepted:5:kill        SIGKILL this process when the 5th message was accepted by the
+                                mail server, before it is marked sent (the at-least-once window)
   post_adjustments:24:stop      freeze this whole process there (SIGSTOP to itself), like a
                                 stopped VM or a long GC pause; SIGCONT wakes it
   post_adjustments:3:temporary  raise a temporary error there, once per process
@@ -42,6 +44,10 @@ def hit(step: str, position: int | str) -> None:
         return
     if action == "exit":
         _exit(where)
+    elif action == "kill":
+        sys.stderr.write(f"failpoint {where} reached: SIGKILL\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
     elif action == "stop":
         sys.stderr.write(f"failpoint {where} reached: freezing\n")
         sys.stderr.flush()
