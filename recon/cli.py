@@ -107,6 +107,9 @@ def dev(
     def announce(stack) -> None:
         console.print(f"Temporal  {stack.temporal.address}   Web UI {stack.ui_url}")
         console.print(f"Postgres  {stack.postgres.url}")
+        if stack.mail is not None:
+            console.print(f"Mail      {stack.mail.url}   every message kept in "
+                          f"{stack.mail.handler.maildir}/new (Maildir)")
         console.print(f"settings written to {state_dir() / 'env'}; "
                       + ("worker running." if not no_worker else "no worker.")
                       + " Ctrl-C stops everything.")
