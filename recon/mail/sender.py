@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
 import time
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -84,6 +85,15 @@ class SenderStats:
     retried: int = 0
     parked: int = 0
     windows: list[float] = field(default_factory=list)  # seconds from the 250 to COMMIT
+
+    def window_ms(self) -> dict[str, float]:
+        """The at-least-once window as measured: median and p99 of 250-to-COMMIT, in ms."""
+        if not self.windows:
+            return {}
+        ordered = sorted(self.windows)
+        p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+        return {"window_p50_ms": round(statistics.median(ordered) * 1000, 3),
+                "window_p99_ms": round(p99 * 1000, 3)}
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,7 @@ class Sender:
                 task.cancel()
             await pool.close()
         log.info("sender stopped", sent=self.stats.sent, retried=self.stats.retried,
-                 parked=self.stats.parked)
+                 parked=self.stats.parked, **self.stats.window_ms())
 
     async def _lane(self, pool: asyncpg.Pool, stop: asyncio.Event) -> None:
         lane = _Lane(self.config)
