@@ -323,3 +323,29 @@ async def test_mail_commands_refuse_bad_input_with_one_line(stack) -> None:
         assert reason in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
     bad_url = recon_cli({**env, "SMTP_URL": "http://example.com"}, "sender")
     assert bad_url.returncode != 0 and "SMTP_URL must start with" in bad_url.stderr
+
+
+# ------------------------------------------------------------------------------------ documents
+def test_a_withdrawal_cites_the_note_it_withdraws() -> None:
+    from datetime import UTC, datetime
+
+    from recon.mail.documents import render_withdrawal, withdrawal_number
+    from recon.mail.envelope import build_email
+
+    note = debit_note_key("recon-2026-10-13-ldh", "S042")
+    whole, partial = f"undo:{note}", f"undo:{note}:refs-0a1b2c3d4e"
+    assert claim_number(note) == "DN-20261013-LDH-S042"
+    assert withdrawal_number(whole, note) == "WD-20261013-LDH-S042"
+    assert withdrawal_number(partial, note).startswith("WD-20261013-LDH-S042-")
+    document = render_withdrawal(
+        withdrawal_key=partial, note_key=note, supplier_name="Konkan Cashews Pvt Ltd",
+        note_total_paise=27_150_000, withdrawn_paise=1_234_550, reason="prices agreed",
+        note_was_sent=True)
+    assert "DN-20261013-LDH-S042" in document.subject and "₹12,345.50" in document.subject
+    assert "₹2,71,500" in document.text and "the rest of the claim stands" in document.text
+    assert "recon-2026-10-13-ldh" not in document.text + document.subject
+    mail = build_email({"key": partial, "reverses": note, "recipient": "a@konkan.example",
+                        "subject": document.subject, "body": document.text, "body_html": None,
+                        "created_at": datetime(2026, 10, 14, 3, 0, tzinfo=UTC)}, MAIL_FROM)
+    assert mail["In-Reply-To"] == mail["References"] == message_id(note, DOMAIN)
+    assert mail["Message-ID"] == message_id(partial, DOMAIN) != message_id(note, DOMAIN)
