@@ -107,7 +107,7 @@ async def bench(args: argparse.Namespace, state: Path) -> None:
         started = time.monotonic()
         await pool.execute(
             "INSERT INTO outbox (key, workflow_id, kind, recipient, subject, body)"
-            " SELECT k, 'recon-2031-01-01-bench', 'summary', 'finance.head@distributor.example',"
+            " SELECT k, 'recon-2031-01-01-bench', 'debit-note', 'accounts@supplier.example',"
             " 'Bench ' || k, repeat('A line of a realistic summary body. ', 40)"
             " FROM unnest($1::text[]) AS k", keys)
         await _wait(lambda: all(k in handler.arrived for k in keys), 600, "every message")
