@@ -36,7 +36,10 @@ async def mail_command(pool: asyncpg.Pool, console: Console, target: str | None,
         raise ValueError(f"not a run id: {target!r} (runs look like recon-2026-10-13-ldh)")
     rows = await list_messages(pool, target)
     if not rows:
-        raise LookupError(f"no messages for run {target}" if target else "the outbox is empty")
+        if target:
+            raise LookupError(f"no messages for run {target} (see `recon mail` for all runs)")
+        console.print("the outbox is empty")
+        return
     rows = rows[-LISTED:]
     table = Table(title=f"Mail of {target}" if target else f"Mail (newest {len(rows)})")
     for column in ("key", "kind", "to", "state", "tries", "last error / sent"):

@@ -44,6 +44,7 @@ log = structlog.get_logger("recon.sender")
 CHANNEL = "recon_outbox"
 MAX_RETRY_WAIT = 900.0  # waits double from the first retry up to 15 minutes, for ever
 SUMMARY_GRACE = 60.0  # a summary waits this long for its run's untried debit notes
+IDLE_CHECK = 5.0  # a session idle this long is checked with NOOP before it carries a message
 
 _CLAIM = """
 SELECT * FROM outbox
@@ -113,9 +114,16 @@ class _Lane:
     def __init__(self, config: SenderConfig) -> None:
         self.config = config
         self.client: aiosmtplib.SMTP | None = None
+        self.used = time.monotonic()
 
     async def send(self, msg: EmailMessage, recipient: str) -> None:
         t = self.config.target
+        if self.client is not None and time.monotonic() - self.used > IDLE_CHECK:
+            # Servers drop idle sessions; find out now, not by failing (and delaying) a message.
+            try:
+                await self.client.noop()
+            except (aiosmtplib.SMTPException, OSError, TimeoutError):
+                await self.close()
         if self.client is None or not self.client.is_connected:
             client = aiosmtplib.SMTP(
                 hostname=t.host, port=t.port, use_tls=t.use_tls, start_tls=t.start_tls,
@@ -126,6 +134,7 @@ class _Lane:
         await self.client.send_message(
             msg, sender=parseaddr(self.config.mail_from)[1], recipients=[recipient]
         )
+        self.used = time.monotonic()
 
     async def close(self) -> None:
         client, self.client = self.client, None
@@ -203,6 +212,9 @@ class Sender:
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                     log.warning("sender lost Postgres; trying again", error=str(exc))
                     wait = 1.0
+                except Exception:  # a bug must not silently stop a lane
+                    log.exception("sender lane failed; going on")
+                    wait = 1.0
                 timeout = self.config.poll_seconds if wait is None else \
                     min(self.config.poll_seconds, max(0.01, wait))
                 with contextlib.suppress(TimeoutError):
@@ -224,14 +236,16 @@ class Sender:
                     await conn.execute("UPDATE outbox SET next_attempt_at = clock_timestamp()"
                                        " + interval '0.2 s' WHERE key = $1", row["key"])
                     return True
-                rendered = await summary_document(conn, row["workflow_id"])
-            msg = build_email(row, self.config.mail_from,
-                              subject=rendered.subject if rendered else None,
-                              text=rendered.text if rendered else None,
-                              html=rendered.html if rendered else None)
             try:
+                if row["kind"] == "summary":
+                    async with conn.transaction():  # a savepoint: a failed render keeps the claim
+                        rendered = await summary_document(conn, row["workflow_id"])
+                msg = build_email(row, self.config.mail_from,
+                                  subject=rendered.subject if rendered else None,
+                                  text=rendered.text if rendered else None,
+                                  html=rendered.html if rendered else None)
                 await lane.send(msg, row["recipient"])
-            except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+            except Exception as exc:  # SMTP replies, no server, or a message we cannot build
                 await lane.close()
                 await self._failed(conn, row, exc)
                 return True
