@@ -58,6 +58,7 @@ async def run_worker(
             await stop.wait()
     finally:
         if sender is not None:
+            stop.set()  # also when the worker failed: the sender must not outlive it
             await sender
         await pool.close()
     log.info("worker stopped")

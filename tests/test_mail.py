@@ -349,3 +349,44 @@ def test_a_withdrawal_cites_the_note_it_withdraws() -> None:
                         "created_at": datetime(2026, 10, 14, 3, 0, tzinfo=UTC)}, MAIL_FROM)
     assert mail["In-Reply-To"] == mail["References"] == message_id(note, DOMAIN)
     assert mail["Message-ID"] == message_id(partial, DOMAIN) != message_id(note, DOMAIN)
+
+
+async def test_starttls_and_login_from_smtp_url(stack, tmp_path: Path) -> None:
+    """A real deployment's path: STARTTLS (certificate verified against ?cafile=) then login."""
+    import ssl
+
+    from aiosmtpd.smtp import AuthResult
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    logins: list[tuple[bytes, bool]] = []
+
+    def authenticate(server, session, envelope, mechanism, data) -> AuthResult:
+        ok = (data.login, data.password) == (b"recon", b"s3cr3t@x")
+        logins.append((data.login, ok))
+        return AuthResult(success=ok, handled=False)
+
+    maildir = tmp_path / "mail"
+    async with mail_database(stack.database_url) as (url, pool):
+        with MailSink(maildir, tls_context=context, require_starttls=True,
+                      authenticator=authenticate, auth_require_tls=True) as sink:
+            good = f"smtp+starttls://recon:s3cr3t%40x@127.0.0.1:{sink.port}?cafile={cert}"
+            bad = f"smtp+starttls://recon:wrong@127.0.0.1:{sink.port}?cafile={cert}"
+            async with running_sender(url, bad, lanes=1, retry_seconds=30):
+                (key_,) = await _queue(pool, "recon-2026-10-13-tls", 1)
+                row = await wait_for(lambda: pool.fetchrow(
+                    "SELECT * FROM outbox WHERE key = $1 AND attempts >= 1", key_), 10, "a try")
+            assert row["sent_at"] is None and row["failed_at"] is None, "a bad login: not parked"
+            assert row["last_error"].startswith("535") and "SMTP_URL" in row["last_error"]
+            await pool.execute("UPDATE outbox SET next_attempt_at = now() WHERE key = $1", key_)
+            async with running_sender(url, good, lanes=1):
+                row = await wait_for(lambda: pool.fetchrow(
+                    "SELECT * FROM outbox WHERE key = $1 AND sent_at IS NOT NULL", key_), 10,
+                    "delivery over TLS")
+        results = [ok for _, ok in logins]  # aiosmtplib tries PLAIN, then LOGIN, with a bad one
+        assert results[-1] and not any(results[:-1]) and len(inbox(maildir)) == 1
+        assert parse_smtp_url(good).describe() == f"smtp+starttls://recon@127.0.0.1:{sink.port}"

@@ -21,7 +21,16 @@ def start_sender(settings: Settings, stop: asyncio.Event) -> asyncio.Task | None
                     "(`recon dev` sets one; production sets SMTP_URL)")
         return None
     assert settings.database_url
-    return asyncio.create_task(Sender(settings.database_url, config).run(stop))
+    task = asyncio.create_task(Sender(settings.database_url, config).run(stop))
+    task.add_done_callback(_report_death)
+    return task
+
+
+def _report_death(task: asyncio.Task) -> None:
+    """A sender that dies inside a worker must say so at once, not when the worker stops."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the outbox sender stopped: mail is not delivered by this process",
+                  error=str(task.exception()))
 
 
 async def run_sender(settings: Settings, lanes: int | None = None) -> None:

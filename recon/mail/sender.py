@@ -128,6 +128,7 @@ class _Lane:
             client = aiosmtplib.SMTP(
                 hostname=t.host, port=t.port, use_tls=t.use_tls, start_tls=t.start_tls,
                 username=t.username, password=t.password, timeout=self.config.smtp_timeout,
+                cert_bundle=t.cafile,
             )
             await client.connect()
             self.client = client

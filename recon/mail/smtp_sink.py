@@ -45,10 +45,12 @@ class MailSink:
     """A loopback SMTP server in its own thread (the caller's event loop never serves it)."""
 
     def __init__(self, maildir: Path, handler: MaildirHandler | None = None,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, **smtp_options: object) -> None:
+        """`smtp_options` go to aiosmtpd's SMTP (STARTTLS, AUTH: what the tests need)."""
         self.handler = handler or MaildirHandler(maildir)
         self.host = host
         self.port = port or free_port()
+        self.smtp_options = smtp_options
         self._controller: Controller | None = None
 
     @property
@@ -57,7 +59,7 @@ class MailSink:
 
     def start(self) -> MailSink:
         self._controller = Controller(self.handler, hostname=self.host, port=self.port,
-                                      ready_timeout=10)
+                                      ready_timeout=10, **self.smtp_options)
         self._controller.start()
         return self
 

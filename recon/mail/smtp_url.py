@@ -5,13 +5,14 @@
   smtps://user:pass@host:465               TLS from the first byte, then login
 
 User and password are URL-encoded (`%40` for `@`). A plain `smtp://` URL with a login refuses to
-send the password in clear text to anything but loopback.
+send the password in clear text to anything but loopback. Certificates are always verified;
+`?cafile=/path/ca.pem` trusts a private CA as well.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 _DEFAULT_PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -25,6 +26,7 @@ class SmtpTarget:
     start_tls: bool = False
     username: str | None = None
     password: str | None = None
+    cafile: str | None = None
 
     def describe(self) -> str:
         """For logs and error lines: never the password."""
@@ -51,7 +53,12 @@ def parse_smtp_url(url: str) -> SmtpTarget:
     password = unquote(parts.password) if parts.password else None
     if scheme == "smtp" and password and parts.hostname not in _LOOPBACK:
         raise ValueError("SMTP_URL would send a password without TLS: use smtp+starttls:// or smtps://")
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"cafile"}
+    if unknown:
+        raise ValueError(f"SMTP_URL has unknown options: {', '.join(sorted(unknown))}")
     return SmtpTarget(
         host=parts.hostname, port=port, use_tls=scheme == "smtps",
         start_tls=scheme == "smtp+starttls", username=username, password=password,
+        cafile=query.get("cafile", [None])[0],
     )
