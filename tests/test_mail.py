@@ -390,3 +390,24 @@ async def test_starttls_and_login_from_smtp_url(stack, tmp_path: Path) -> None:
         results = [ok for _, ok in logins]  # aiosmtplib tries PLAIN, then LOGIN, with a bad one
         assert results[-1] and not any(results[:-1]) and len(inbox(maildir)) == 1
         assert parse_smtp_url(good).describe() == f"smtp+starttls://recon@127.0.0.1:{sink.port}"
+
+
+async def test_an_idle_sender_is_woken_by_notify_not_by_its_poll(stack, tmp_path: Path) -> None:
+    """A handover note reaches the inbox within a second although the poll is 30 s away."""
+    import time
+
+    maildir = tmp_path / "mail"
+    async with mail_database(stack.database_url) as (url, pool):
+        with MailSink(maildir) as sink:
+            async with running_sender(url, sink.url, poll_seconds=30.0):
+                await asyncio.sleep(0.5)  # every lane has found nothing and sleeps
+                wf = "recon-2026-10-13-wake"
+                queued = time.monotonic()
+                async with pool.acquire() as conn:
+                    await enqueue(conn, Message(
+                        key=f"{wf}:handover:1", workflow_id=wf, kind="handover",
+                        recipient=FINANCE_HEAD, subject="Decision needed", body="a note"))
+                await wait_for(lambda: asyncio.sleep(0, sink.handler.accepted == 1), 1.0,
+                               "the note within a second", every=0.01)
+                took = time.monotonic() - queued
+        assert took < 1.0 and len(inbox(maildir)) == 1
