@@ -20,6 +20,7 @@ from activities.registry import ACTIVITIES
 from recon.config import Settings, load_settings
 from recon.db import connect_pool, migrate
 from recon.extraction import make_extractor
+from recon.mail.run import start_sender
 from recon.temporal_client import connect
 from workflows.registry import WORKFLOWS
 
@@ -29,9 +30,11 @@ STICKY_TIMEOUT = timedelta(milliseconds=200)
 
 
 async def run_worker(
-    settings: Settings, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None
+    settings: Settings, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None,
+    with_sender: bool = True,
 ) -> None:
-    """Serve until SIGINT/SIGTERM (or until `stop` is set, when the caller owns the signals)."""
+    """Serve until SIGINT/SIGTERM (or until `stop` is set, when the caller owns the signals).
+    With an SMTP_URL (and unless `with_sender` is False) the outbox sender runs here too."""
     # A frozen worker must not hold a lock for long: Postgres ends any transaction of ours that
     # sits idle longer than this, so a takeover never waits on a process that cannot run.
     pool = await connect_pool(settings.database_url, max_size=20,
@@ -54,12 +57,16 @@ async def run_worker(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
     log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name)
+    sender = start_sender(settings, stop) if with_sender else None
     try:
         async with worker:
             if ready is not None:
                 ready.set()
             await stop.wait()
     finally:
+        if sender is not None:
+            stop.set()  # also when the worker failed: the sender must not outlive it
+            await sender
         await pool.close()
     log.info("worker stopped")
 

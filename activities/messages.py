@@ -1,11 +1,13 @@
 """Steps 9 and 10: debit notes to suppliers who billed too much, and the finance head's summary.
 
-Both only queue outbox rows (one key each); delivery is the outbox sender's job. Each note carries
-its own key as the claim reference, so if the mail system ever delivers one twice, the supplier
-can see it is the same claim.
+Both only queue outbox rows (one key each); delivery is the outbox sender's job (recon/mail/).
+Each note names itself with a claim number derived from its key, so if the mail system ever
+delivers one twice, the supplier can see it is the same claim.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from temporalio import activity
 
@@ -13,28 +15,11 @@ from activities import fences, resources
 from activities.step import business_step
 from recon.fencing import scope_for
 from recon.keys import generation_key
+from recon.mail.documents import load_debit_notes, render_debit_note
+from recon.mail.summary import summary_document
 from recon.models import Count, OutboxInput, RunSummary
-from recon.money import rupees
-from recon.outbox import (
-    Message,
-    debit_note_key,
-    enqueue,
-    has_live_note,
-    summary_key,
-    verify_debit_notes,
-)
+from recon.outbox import Message, enqueue, has_live_note, summary_key, verify_debit_notes
 from recon.run_facts import run_facts
-
-# Suppliers owed a note: the open (not parked) mismatches of the night add up to more than zero.
-_OWED = """
-SELECT m.supplier_id, s.name, s.email, sum(m.amount_paise)::bigint AS total,
-       array_agg(m.reference || '  ' || m.detail || '  ' || m.amount_paise ORDER BY m.seq) AS entries
-FROM open_mismatches m JOIN suppliers s USING (supplier_id)
-WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
-GROUP BY m.supplier_id, s.name, s.email
-HAVING sum(m.amount_paise) > 0
-ORDER BY m.supplier_id
-"""
 
 
 @activity.defn(name="send_debit_notes")
@@ -43,29 +28,21 @@ async def send_debit_notes(job: OutboxInput) -> Count:
     pool = resources.pool()
     fence = await fences.take(scope_for(job.workflow_id, "outbox"))
     generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
-    suppliers = await pool.fetch(_OWED, job.workflow_id, job.supplier_id)
+    notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
+                                   job.supplier_id)
     async with pool.acquire() as conn:
-        for s in suppliers:
-            if await has_live_note(conn, job.workflow_id, s["supplier_id"], generation):
+        for note in notes:
+            if await has_live_note(conn, job.workflow_id, note.supplier_id, generation):
                 continue  # sent already (a reset that undid nothing sends nothing new)
-            key = generation_key(debit_note_key(job.workflow_id, s["supplier_id"]), generation)
-            lines = "\n".join(f"  - {e} paise" for e in s["entries"])
-            body = (
-                f"Dear {s['name']},\n\nOur reconciliation of invoices for {job.business_date} "
-                f"(warehouse {job.warehouse}) found that we were billed {rupees(s['total'])} more "
-                f"than the goods received and the agreed prices support:\n{lines}\n\n"
-                f"We have raised a debit note for {rupees(s['total'])}.\n"
-                f"Claim reference: {key}\n"
-                "If you receive this note more than once, it is the same claim: the claim "
-                "reference above identifies it.\n"
-            )
+            note = replace(note, key=generation_key(note.key, generation))
+            document = render_debit_note(note)
             await enqueue(conn, Message(
-                key=key, workflow_id=job.workflow_id, kind="debit-note", recipient=s["email"],
-                subject=f"Debit note {key}", body=body, supplier_id=s["supplier_id"],
-                amount_paise=int(s["total"]),
+                key=note.key, workflow_id=job.workflow_id, kind="debit-note",
+                recipient=note.email, subject=document.subject, body=document.text,
+                supplier_id=note.supplier_id, amount_paise=note.total_paise,
             ), fence)
         await verify_debit_notes(conn, job.workflow_id, job.supplier_id)
-    return Count(count=len(suppliers))
+    return Count(count=len(notes))
 
 
 @activity.defn(name="send_summary")
@@ -74,33 +51,17 @@ async def send_summary(job: OutboxInput) -> RunSummary:
     pool = resources.pool()
     fence = await fences.take(scope_for(job.workflow_id, "summary"))
     facts = await run_facts(pool, job.workflow_id)
-    parked = await pool.fetch(
-        "SELECT invoice_no, line_no, step, reason FROM parked_items WHERE workflow_id = $1"
-        " ORDER BY invoice_no, line_no NULLS FIRST",
-        job.workflow_id,
-    )
-    parked_lines = "\n".join(
-        f"  - {p['invoice_no']}" + (f" line {p['line_no']}" if p["line_no"] else "")
-        + f" ({p['step']}): {p['reason']}"
-        for p in parked
-    ) or "  (none)"
     generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
-    # A redo's summary is a correcting summary of its own; a reset that undid nothing sends none.
+    # A redo's summary is a correcting summary of its own (per scope); a reset that undid
+    # nothing sends none.
     key = generation_key(summary_key(job.workflow_id), generation)
-    body = (
-        f"Reconciliation {job.workflow_id}\n\n"
-        f"Invoices read: {facts.invoices}\n"
-        f"Mismatches flagged: {facts.mismatches}\n"
-        f"Ledger adjustments posted: {facts.ledger_posted} "
-        f"totalling {rupees(facts.adjustment_total_paise)}\n"
-        f"Stock movements: {facts.stock_movements}\n"
-        f"Debit notes queued (live): {facts.debit_notes}\n"
-        f"Parked items ({len(parked)}), each needs a person:\n{parked_lines}\n"
-    )
+    if job.supplier_id:
+        key = f"{key}:{job.supplier_id}"
+    document = await summary_document(pool, job.workflow_id)
     async with pool.acquire() as conn:
         await enqueue(conn, Message(
             key=key, workflow_id=job.workflow_id, kind="summary",
-            recipient=job.finance_head_email, subject=f"Reconciliation summary {job.workflow_id}",
-            body=body, amount_paise=facts.adjustment_total_paise,
+            recipient=job.finance_head_email, subject=document.subject, body=document.text,
+            body_html=document.html, amount_paise=facts.adjustment_total_paise,
         ), fence)
     return facts.model_copy(update={"summary_key": key, "status": "Completed"})

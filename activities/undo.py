@@ -17,8 +17,8 @@ from activities.step import business_step, report_progress
 from recon import failpoints
 from recon.fencing import scope_for
 from recon.ledger import LedgerEntry, post_entries
+from recon.mail.documents import render_withdrawal
 from recon.models import GenerationRequest, Reversed, UndoRequest
-from recon.money import rupees
 from recon.outbox import Message, enqueue
 from recon.stock import StockMovement, move_stock
 from recon.undo import Scope, plan_undo, undo_key, withdrawal_key
@@ -73,17 +73,16 @@ async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
             if scope.references:
                 amount = sum(r["amount_paise"] for r in plan.ledger
                              if r["supplier_id"] == note["supplier_id"])
-            state = "sent" if note["sent_at"] else "queued"
             key = withdrawal_key(note["key"], scope)
-            body = (
-                f"Please disregard {rupees(amount)} of our debit note {note['key']} ({state} "
-                f"earlier).\nReason: {req.reason}\nDecided by: {req.by}\n"
-                f"Withdrawal reference: {key}\nClaim withdrawn: {note['key']}\n"
+            document = render_withdrawal(
+                withdrawal_key=key, note_key=note["key"], supplier_name=note["supplier_name"],
+                note_total_paise=note["amount_paise"], withdrawn_paise=amount, reason=req.reason,
+                note_was_sent=note["sent_at"] is not None,
             )
             await enqueue(conn, Message(
                 key=key, workflow_id=req.run_workflow_id, kind="withdrawal",
-                recipient=note["recipient"], subject=f"Withdrawal of debit note {note['key']}",
-                body=body, supplier_id=note["supplier_id"], amount_paise=-amount,
+                recipient=note["recipient"], subject=document.subject, body=document.text,
+                supplier_id=note["supplier_id"], amount_paise=-amount,
                 reverses=note["key"],
             ), fence)
             withdrawn += 1

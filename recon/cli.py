@@ -109,6 +109,9 @@ def dev(
     def announce(stack) -> None:
         console.print(f"Temporal  {stack.temporal.address}   Web UI {stack.ui_url}")
         console.print(f"Postgres  {stack.postgres.url}")
+        if stack.mail is not None:
+            console.print(f"Mail      {stack.mail.url}   every message kept in "
+                          f"{stack.mail.handler.maildir}/new (Maildir)")
         console.print(f"settings written to {state_dir() / 'env'}; "
                       + ("worker running." if not no_worker else "no worker.")
                       + " Ctrl-C stops everything.")
@@ -119,11 +122,26 @@ def dev(
 
 @app.command()
 @user_errors
-def worker() -> None:
-    """Run a worker against TEMPORAL_ADDRESS / DATABASE_URL (or .recon/env)."""
+def worker(
+    no_sender: Annotated[bool, typer.Option(
+        "--no-sender", help="Do not deliver the outbox from this process.")] = False,
+) -> None:
+    """Run a worker against TEMPORAL_ADDRESS / DATABASE_URL (or .recon/env); with SMTP_URL set it
+    also delivers the outbox unless --no-sender."""
     from worker import run_worker
 
-    asyncio.run(run_worker(load_settings()))
+    asyncio.run(run_worker(load_settings(), with_sender=not no_sender))
+
+
+@app.command()
+@user_errors
+def sender(
+    lanes: Annotated[int | None, typer.Option(help="Messages in flight at once.")] = None,
+) -> None:
+    """Deliver the outbox over SMTP (SMTP_URL) until Ctrl-C or SIGTERM."""
+    from recon.mail.run import run_sender
+
+    asyncio.run(run_sender(load_settings(), lanes))
 
 
 # ---------------------------------------------------------------------------------- data
@@ -295,6 +313,7 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
     if progress is None:
         console.print(f"{wid}: {state} (no worker answered the progress query; "
                       "start `recon worker` to see the current step)")
+        _print_delivery(wid)
         return
     console.print(f"{wid}: {state} ({progress.get('status')})")
     console.print(f"current step: {progress.get('current_step') or '-'}")
@@ -304,6 +323,24 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
         "ledger {ledger_posted}, stock {stock_moved}, debit notes {debit_notes}, "
         "handovers {handovers}".format(**progress)
     )
+    _print_delivery(wid)
+
+
+def _print_delivery(wid: str) -> None:
+    """Debit notes delivered / pending / failed, from the outbox (skipped without Postgres)."""
+    from recon.mail.report import delivery
+
+    async def go():
+        pool = await _pool()
+        try:
+            return await delivery(pool, wid)
+        finally:
+            await pool.close()
+
+    try:
+        console.print(asyncio.run(go()).line(), markup=False, highlight=False)
+    except DatabaseUnavailable:
+        pass
 
 
 @app.command()
@@ -369,18 +406,20 @@ def demo(
 def handovers() -> None:
     """Runs waiting for a person's decision."""
 
+    from recon.mail.handovers import open_handovers
+
     async def go():
         pool = await _pool()
         try:
             return await pool.fetch(
                 "SELECT workflow_id, handover_no, step, error_type, created_at FROM handovers"
                 " WHERE decision IS NULL ORDER BY created_at"
-            )
+            ), await open_handovers(pool)
         finally:
             await pool.close()
 
-    rows = asyncio.run(go())
-    if not rows:
+    rows, mail_rows = asyncio.run(go())
+    if not rows and not mail_rows:
         console.print("no run is waiting for a decision")
         return
     table = Table(title="Runs awaiting a decision")
@@ -389,6 +428,9 @@ def handovers() -> None:
     for r in rows:
         table.add_row(r["workflow_id"], str(r["handover_no"]), r["step"], r["error_type"],
                       r["created_at"].strftime("%Y-%m-%d %H:%M"))
+    for r in mail_rows:  # a refused supplier note: answered with `recon mail resend|dismiss`
+        table.add_row(r["workflow_id"], f"mail {r['id']}", f"deliver {r['outbox_key']}",
+                      r["reply"][:60], r["created_at"].strftime("%Y-%m-%d %H:%M"))
     console.print(table)
 
 
@@ -477,6 +519,30 @@ def redo(
     summary = asyncio.run(go())
     console.print(f"redo finished: {summary.ledger_posted} live ledger entries in {wid}, "
                   f"{rupees(summary.adjustment_total_paise)}", markup=False, highlight=False)
+
+
+@app.command()
+@user_errors
+def mail(
+    target: Annotated[str | None, typer.Argument(
+        metavar="[RUN | show KEY | resend KEY | dismiss KEY]",
+        help="A run to list its messages (all runs if omitted), or an action on one message.")] = None,
+    key: Annotated[str | None, typer.Argument(metavar="", show_default=False)] = None,
+    by: Annotated[str, typer.Option(help="Who decides (resend, dismiss).")] = "",
+    to: Annotated[str | None, typer.Option(help="resend: a corrected address.")] = None,
+    note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
+) -> None:
+    """The outbox as mail: each message's state, one message in full, or answer a refused one."""
+    from recon.mail.commands import mail_command
+
+    async def go():
+        pool = await _pool()
+        try:
+            await mail_command(pool, console, target, key, by=by, to=to, note=note)
+        finally:
+            await pool.close()
+
+    asyncio.run(go())
 
 
 @app.command()

@@ -60,6 +60,12 @@ class Settings:
     heartbeat_seconds: float
     reminder_utc_time: str
     outage_window_seconds: float = 1800.0
+    # Mail delivery (recon/mail/): no SMTP_URL means nothing is sent; `recon dev` sets one.
+    smtp_url: str | None = None
+    mail_from: str = "recon@distributor.example"
+    mail_retry_seconds: float = 5.0
+    mail_poll_seconds: float = 30.0
+    sender_lanes: int = 4
 
 
 def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> int:
@@ -124,4 +130,9 @@ def load_settings() -> Settings:
         heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 2.0),
         reminder_utc_time=_clock(values, "RECON_REMINDER_UTC", "03:30:00"),
         outage_window_seconds=_float(values, "RECON_OUTAGE_WINDOW", 1800.0),
+        smtp_url=values.get("SMTP_URL"),
+        mail_from=values.get("RECON_MAIL_FROM", "recon@distributor.example"),
+        mail_retry_seconds=_float(values, "RECON_MAIL_RETRY_SECONDS", 5.0),
+        mail_poll_seconds=_float(values, "RECON_MAIL_POLL_SECONDS", 30.0),
+        sender_lanes=_int(values, "RECON_SENDER_LANES", 4),
     )

@@ -81,9 +81,19 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
         "SELECT * FROM handovers WHERE workflow_id = $1 ORDER BY handover_no", workflow_id
     )
     ignored = await _ignored(client, workflow_id)
-    if not rows and not ignored:
+    from recon.mail.handovers import handovers_of
+
+    mail_rows = await handovers_of(pool, workflow_id)
+    if not rows and not ignored and not mail_rows:
         raise DecisionRefused(f"run {workflow_id} has no handover")
     lines: list[str] = []
+    for m in mail_rows:  # a refused debit note: answered with `recon mail resend|dismiss`
+        lines.append(f"Delivery handover mail {m['id']}:")
+        lines.append(m["note"].rstrip())
+        lines.append(f"Decided: {m['decision']} by {m['decided_by']} at "
+                     f"{m['decided_at']:%Y-%m-%d %H:%M:%S}" if m["decision"]
+                     else "Status: waiting for a decision")
+        lines.append("")
     pending = [r for r in rows if r["decision"] is None]
     if pending:
         lines.append(pending[-1]["note"].rstrip())

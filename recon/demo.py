@@ -26,6 +26,8 @@ from recon.devstack import RunningStack, embedded_stack
 from recon.embedded import free_port, port_open
 from recon.history import read_history
 from recon.inspection import inspect_run
+from recon.mail.demo_mail import deliver_demo_mail
+from recon.mail.smtp_sink import MailSink
 from recon.models import STEPS, PostResult
 from recon.seed import seed_night
 from recon.temporal_client import connect
@@ -42,6 +44,7 @@ class DemoOutcome:
     crash_exit_code: int
     resumed_after: int
     walked_again: int
+    mail: str = ""  # what the loopback mail server received for the run
 
 
 def _spawn_worker(stack: RunningStack, log: Path, **env: str) -> subprocess.Popen:
@@ -53,7 +56,7 @@ def _spawn_worker(stack: RunningStack, log: Path, **env: str) -> subprocess.Pope
     full.pop("OPENAI_API_KEY", None)
     full.pop("OPENAI_BASE_URL", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "recon.cli", "worker"], env=full, stdout=log.open("wb"),
+        [sys.executable, "-m", "recon.cli", "worker", "--no-sender"], env=full, stdout=log.open("wb"),
         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
     )
 
@@ -103,6 +106,7 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
                       f"worker {3 - dead} carries on")
         await asyncio.wait_for(handle.result(), 120)
         finished = time.monotonic() - crashed_at
+        mail = await deliver_demo_mail(stack, pool, handle.id) if stack.mail else ""
         facts = await inspect_run(client, pool, handle.id)
         history = await read_history(handle)
         result = PostResult(expected=0, inserted=0, already_there=0)
@@ -115,7 +119,7 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
              history.steps[name].activities if name in history.steps else 0)
             for name in STEPS
         ]
-        return DemoOutcome(facts, finished, code, result.started_at, result.walked_again)
+        return DemoOutcome(facts, finished, code, result.started_at, result.walked_again, mail)
     finally:
         for worker in workers:
             if worker.poll() is None:
@@ -151,6 +155,8 @@ def show(outcome: DemoOutcome, console: Console) -> None:
     console.print(f"activity retries: {f['activity_retries']}, history events: "
                   f"{f['history_events']}")
     console.print(f"crash to finished run: {outcome.crash_to_finish:.1f} s")
+    if outcome.mail:
+        console.print(outcome.mail, markup=False, highlight=False)
 
 
 def run_demo(exit_at_once: bool, console: Console) -> DemoOutcome:
@@ -158,7 +164,9 @@ def run_demo(exit_at_once: bool, console: Console) -> DemoOutcome:
     shutil.rmtree(state, ignore_errors=True)
     port = 7233 if not port_open(7233) else free_port()
     ui_port = 8233 if not port_open(8233) else free_port()
-    with embedded_stack(state, port, ui_port, persistent=False) as stack:
+    with embedded_stack(state, port, ui_port, persistent=False) as stack, \
+            MailSink(state / "mail") as mail:
+        stack.mail = mail
         console.print(f"Temporal Web UI: {stack.ui_url}  (Temporal at {stack.temporal.address})")
         outcome = asyncio.run(play(stack, state, console))
         show(outcome, console)

@@ -1,14 +1,16 @@
 """`recon dev`: the whole embedded stack in one command, stopped cleanly on Ctrl-C or SIGTERM.
 
-Temporal dev server (Web UI), embedded Postgres (data under `.recon/`), the schema, a worker, and
-`.recon/env` so every other command finds them. A previous `recon dev` that was killed leaves
-servers behind; starting again stops those first.
+Temporal dev server (Web UI), embedded Postgres (data under `.recon/`), the schema, a loopback
+mail server keeping every message in `.recon/mail/` (Maildir), a worker (which also delivers the
+outbox), and `.recon/env` so every other command finds them. A previous `recon dev` that was
+killed leaves servers behind; starting again stops those first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -16,13 +18,17 @@ from pathlib import Path
 
 from recon.config import ENV_FILE_NAME, Settings, load_settings, write_env_file
 from recon.db import connect_pool, migrate
-from recon.embedded import EmbeddedPostgres, TemporalDevServer
+from recon.embedded import EmbeddedPostgres, TemporalDevServer, port_open
+from recon.mail.smtp_sink import MailSink
+
+MAIL_PORT = 1025
 
 
 @dataclass
 class RunningStack:
     temporal: TemporalDevServer
     postgres: EmbeddedPostgres
+    mail: MailSink | None = None  # the loopback mail server, when this process runs one
 
     @property
     def ui_url(self) -> str:
@@ -56,15 +62,37 @@ async def prepare_database(url: str) -> None:
         await pool.close()
 
 
+@contextlib.contextmanager
+def loopback_mail(maildir: Path) -> Iterator[MailSink | None]:
+    """The embedded mail server (port 1025, else any free port), unless SMTP_URL is set in the
+    environment: then mail goes there and nothing is started."""
+    if os.environ.get("SMTP_URL"):
+        yield None
+        return
+    try:
+        sink = MailSink(maildir, port=0 if port_open(MAIL_PORT) else MAIL_PORT).start()
+    except OSError:  # 1025 was taken between the check and the bind
+        sink = MailSink(maildir).start()
+    try:
+        yield sink
+    finally:
+        sink.stop()
+
+
 def run_dev(state: Path, port: int, ui_port: int, with_worker: bool, announce) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started."""
-    with embedded_stack(state, port, ui_port, persistent=True) as stack:
+    with embedded_stack(state, port, ui_port, persistent=True) as stack, \
+            loopback_mail(state / "mail") as mail:
+        stack.mail = mail
         asyncio.run(prepare_database(stack.postgres.url))
-        write_env_file(state / ENV_FILE_NAME, {
+        env = {
             "TEMPORAL_ADDRESS": stack.temporal.address,
             "DATABASE_URL": stack.postgres.url,
             "RECON_TEMPORAL_UI": stack.ui_url,
-        })
+        }
+        if mail is not None:
+            env["SMTP_URL"] = mail.url
+        write_env_file(state / ENV_FILE_NAME, env)
         announce(stack)
         settings = stack.settings()
         if with_worker:

@@ -4,6 +4,8 @@
   post_adjustments:24           exit hard when the step reaches entry 24 (before it commits)
   post_adjustments:24:first     exit hard there, but only in the step's first attempt: a second
                                 worker given the same failpoints finishes the retry
+  sender_accepted:5:kill        SIGKILL this process when the 5th message was accepted by the
+                                mail server, before it is marked sent (the at-least-once window)
   post_adjustments:24:stop      freeze this whole process there (SIGSTOP to itself), like a
                                 stopped VM or a long GC pause; SIGCONT wakes it (once a process)
   in_transaction:ledger:stop    freeze inside a ledger batch's transaction, after its fence check
@@ -51,6 +53,10 @@ def hit(step: str, position: int | str) -> None:
         return
     if action == "exit" or (action == "first" and _first_attempt()):
         _exit(where)
+    elif action == "kill":
+        sys.stderr.write(f"failpoint {where} reached: SIGKILL\n")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
     elif action == "stop" and where not in _fired:
         _fired.add(where)
         sys.stderr.write(f"failpoint {where} reached: freezing\n")

@@ -23,6 +23,7 @@ class Message:
     supplier_id: str | None = None
     amount_paise: int | None = None
     reverses: str | None = None
+    body_html: str | None = None  # an HTML alternative to `body` (the summary has one)
 
 
 def debit_note_key(workflow_id: str, supplier_id: str) -> str:
@@ -41,13 +42,13 @@ async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | Non
         key = await conn.fetchval(
             """
             INSERT INTO outbox (key, workflow_id, kind, supplier_id, recipient, subject, body,
-                                amount_paise, reverses, fence_token)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                                amount_paise, reverses, fence_token, body_html)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
             ON CONFLICT (key) DO NOTHING RETURNING key
             """,
             message.key, message.workflow_id, message.kind, message.supplier_id,
             message.recipient, message.subject, message.body, message.amount_paise,
-            message.reverses, fence.token if fence else None,
+            message.reverses, fence.token if fence else None, message.body_html,
         )
         if key is None:
             stored = await conn.fetchval(

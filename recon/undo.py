@@ -55,7 +55,9 @@ ORDER BY m.moved_at DESC, m.key DESC
 """
 
 _NOTES = """
-SELECT o.key, o.supplier_id, o.recipient, o.amount_paise, o.sent_at
+SELECT o.key, o.supplier_id, o.recipient, o.amount_paise, o.sent_at,
+       coalesce((SELECT s.name FROM suppliers s WHERE s.supplier_id = o.supplier_id), o.supplier_id)
+           AS supplier_name
 FROM outbox o
 WHERE o.workflow_id = $1 AND o.kind = 'debit-note'
   AND ($2::text IS NULL OR o.supplier_id = $2)

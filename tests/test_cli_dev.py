@@ -88,6 +88,14 @@ def test_recon_dev_serves_the_commands_and_stops_cleanly(tmp_path: Path) -> None
         assert facts["model_calls"] == facts["invoice_reads"] == 30
         status = _cli(home, "status", "recon-2026-10-14-ldh")
         assert status.returncode == 0 and "send_summary" in status.stdout
+        # The worker `recon dev` runs delivers the outbox to the loopback server's Maildir.
+        assert env_file["SMTP_URL"].startswith("smtp://127.0.0.1:")
+        deadline = time.monotonic() + 30
+        while len(list((home / "mail" / "new").glob("*"))) < facts["outbox_rows"]:
+            assert time.monotonic() < deadline, "the night's mail did not arrive"
+            time.sleep(0.2)
+        listed = _cli(home, "mail", "recon-2026-10-14-ldh")
+        assert listed.returncode == 0 and "0 pending, 0 failed" in listed.stdout
         finished = _cli(home, "run", "--date", "2026-10-14", "--warehouse", "ldh")
         assert finished.returncode == 1 and "already finished" in finished.stderr
         for args in (("inspect", "recon-2031-01-01-none"), ("status", "recon-2031-01-01-none"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncpg
 from temporalio.client import Client
 
+from recon.mail.documents import claim_number
 from recon.seed import seed_night
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
 
@@ -58,7 +59,8 @@ async def test_a_seeded_night_posts_exactly_the_flagged_adjustments(
     assert {n["supplier_id"]: n["amount_paise"] for n in notes} == {
         s: v for s, v in owed.items() if v > 0
     }
-    assert all(f"Claim reference: {n['key']}" in n["body"] for n in notes)
+    # Supplier-facing: the claim number (derived from the key) names the note, not the run id.
+    assert all(claim_number(n["key"]) in n["body"] and wf not in n["body"] for n in notes)
     summary_row = await pool.fetchrow(
         "SELECT * FROM outbox WHERE key = $1", f"{wf}:summary"
     )

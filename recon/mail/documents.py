@@ -1,0 +1,169 @@
+"""The documents people read: debit notes and withdrawals (to suppliers), rendered with Jinja2.
+
+A document names itself: a claim number a supplier can quote, the night, the invoices and lines,
+₹ amounts in Indian grouping. If the mail system ever delivers one twice, the reader sees the
+same claim number twice. Supplier-facing documents carry no run ids and no names of the people
+who decided; the claim number is the reference. A withdrawal cites the note it withdraws.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+import asyncpg
+import jinja2
+
+from recon.money import rupees
+
+_RUN = re.compile(r"recon-(\d{4})-(\d{2})-(\d{2})-([a-z0-9_-]+)")
+_NOTE = re.compile(_RUN.pattern + r":debit-note:([^:]+)(.*)")
+
+
+@dataclass(frozen=True)
+class Document:
+    subject: str
+    text: str
+    html: str | None = None
+
+
+@dataclass(frozen=True)
+class NoteLine:
+    invoice_no: str
+    line_no: int
+    kind: str
+    sku: str
+    invoiced_qty: int
+    received_qty: int
+    invoice_price_paise: int
+    po_price_paise: int
+    amount_paise: int
+
+
+@dataclass(frozen=True)
+class DebitNote:
+    key: str
+    supplier_id: str
+    supplier_name: str
+    email: str
+    business_date: str
+    warehouse: str
+    total_paise: int
+    lines: list[NoteLine] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def templates() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["rupees"] = rupees
+    env.filters["day"] = lambda iso: date.fromisoformat(str(iso)).strftime("%d %b %Y")
+    return env
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:4].upper()
+
+
+def claim_number(note_key: str) -> str:
+    """`recon-2026-10-13-ldh:debit-note:S042` -> `DN-20261013-LDH-S042`: what a supplier quotes.
+    Any other key shape (a later generation, say) gets a short hash so two claims never share
+    a number."""
+    m = _NOTE.fullmatch(note_key)
+    if not m:
+        return f"DN-{hashlib.sha256(note_key.encode()).hexdigest()[:10].upper()}"
+    y, mo, d, warehouse, supplier, rest = m.groups()
+    number = f"DN-{y}{mo}{d}-{warehouse.upper()}-{supplier}"
+    return f"{number}-{_short_hash(rest)}" if rest else number
+
+
+def withdrawal_number(withdrawal_key: str, note_key: str) -> str:
+    """`WD-` + the claim it withdraws; a partial withdrawal adds a short hash of its own key."""
+    base = "WD-" + claim_number(note_key).removeprefix("DN-")
+    whole = withdrawal_key in (f"undo:{note_key}",)
+    return base if whole else f"{base}-{_short_hash(withdrawal_key)}"
+
+
+def night_of(workflow_id: str) -> tuple[str, str] | None:
+    """(business date, warehouse) of a run id, or None for an id of another shape."""
+    m = _RUN.fullmatch(workflow_id)
+    if not m:
+        return None
+    y, mo, d, warehouse = m.groups()
+    return f"{y}-{mo}-{d}", warehouse
+
+
+_NOTE_LINES = """
+SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount_paise,
+       c.sku, c.invoiced_qty, c.received_qty, c.invoice_price_paise, c.po_price_paise
+FROM open_mismatches m
+JOIN suppliers s USING (supplier_id)
+JOIN comparisons c ON c.workflow_id = m.workflow_id AND c.invoice_no = m.invoice_no
+                  AND c.line_no = m.line_no
+WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
+ORDER BY m.supplier_id, m.invoice_no, m.line_no, m.kind
+"""
+
+
+async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
+                           business_date: str, warehouse: str,
+                           supplier_id: str | None = None) -> list[DebitNote]:
+    """One note per supplier who billed more, in total, than the goods and prices support
+    (invoices a person parked are left out; `supplier_id` limits it to one supplier)."""
+    from recon.outbox import debit_note_key
+
+    by_supplier: dict[str, list[asyncpg.Record]] = {}
+    for r in await conn.fetch(_NOTE_LINES, workflow_id, supplier_id):
+        by_supplier.setdefault(r["supplier_id"], []).append(r)
+    notes = []
+    for supplier_id, rows in by_supplier.items():
+        total = sum(int(r["amount_paise"]) for r in rows)
+        if total <= 0:
+            continue
+        notes.append(DebitNote(
+            key=debit_note_key(workflow_id, supplier_id), supplier_id=supplier_id,
+            supplier_name=rows[0]["name"], email=rows[0]["email"], business_date=business_date,
+            warehouse=warehouse, total_paise=total,
+            lines=[NoteLine(
+                invoice_no=r["invoice_no"], line_no=r["line_no"], kind=r["kind"], sku=r["sku"],
+                invoiced_qty=r["invoiced_qty"], received_qty=r["received_qty"],
+                invoice_price_paise=r["invoice_price_paise"], po_price_paise=r["po_price_paise"],
+                amount_paise=int(r["amount_paise"]),
+            ) for r in rows],
+        ))
+    return notes
+
+
+def render_debit_note(note: DebitNote, sender_name: str = "Accounts Payable") -> Document:
+    number = claim_number(note.key)
+    text = templates().get_template("debit_note.txt.j2").render(
+        note=note, number=number, sender_name=sender_name,
+        invoices=sorted({line.invoice_no for line in note.lines}),
+    )
+    subject = f"Debit note {number}: {rupees(note.total_paise)} ({note.supplier_name})"
+    return Document(subject=subject, text=text)
+
+
+def render_withdrawal(*, withdrawal_key: str, note_key: str, supplier_name: str,
+                      note_total_paise: int, withdrawn_paise: int, reason: str,
+                      note_was_sent: bool, sender_name: str = "Accounts Payable") -> Document:
+    number = withdrawal_number(withdrawal_key, note_key)
+    claim = claim_number(note_key)
+    text = templates().get_template("withdrawal.txt.j2").render(
+        number=number, claim=claim, supplier_name=supplier_name,
+        note_total_paise=note_total_paise, withdrawn_paise=withdrawn_paise,
+        whole=withdrawn_paise == note_total_paise, reason=reason, note_was_sent=note_was_sent,
+        sender_name=sender_name,
+    )
+    subject = f"Withdrawal {number} of debit note {claim}: {rupees(withdrawn_paise)}"
+    return Document(subject=subject, text=text)
