@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -36,6 +37,10 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
+MAX_PORT = 65_535
+MAX_SEED_INVOICES = 1_000_000  # the largest night the product is measured at, with room to spare
+MAX_SEED_VALUE = 2**63 - 1
+
 USER_ERRORS = (DatabaseUnavailable, TemporalUnavailable, StackError, SeedError, ImportProblem,
                UnknownRun, UndoRefused, ValueError, LookupError)
 
@@ -44,8 +49,17 @@ class Refused(Exception):
     """The command understood the request and refuses it; the message says why."""
 
 
+def _one_line(message: str) -> str:
+    """Control characters shown escaped (a newline as `\\n`), so a name with a line break in it
+    cannot cut the error line short or forge a second one."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+        for ch in message
+    )
+
+
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"error: {message}", markup=False, highlight=False)
+    err.print(f"error: {_one_line(message)}", markup=False, highlight=False)
     raise typer.Exit(code)
 
 
@@ -55,7 +69,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except (*USER_ERRORS, Refused) as exc:
-            _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            _fail(str(exc) or type(exc).__name__)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
 
@@ -98,11 +112,14 @@ async def _client():
 @user_errors
 def dev(
     no_worker: Annotated[bool, typer.Option("--no-worker", help="Start the servers only.")] = False,
-    port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
-    ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.")] = 8233,
+    port: Annotated[int, typer.Option(help="Temporal gRPC port.", min=1, max=MAX_PORT)] = 7233,
+    ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.", min=1, max=MAX_PORT)] = 8233,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
     from recon.devstack import run_dev
+
+    if port == ui_port:
+        raise Refused(f"--port and --ui-port must differ, both are {port}")
 
     def announce(stack) -> None:
         console.print(f"Temporal  {stack.temporal.address}   Web UI {stack.ui_url}")
@@ -130,14 +147,20 @@ def worker() -> None:
 def seed(
     date_: Annotated[str, typer.Option("--date", help="Business date, YYYY-MM-DD.")],
     warehouse: Annotated[str, typer.Option(help="Warehouse code, e.g. ldh.")],
-    invoices: Annotated[int, typer.Option(help="Invoices in the night.")] = 312,
-    mismatches: Annotated[int, typer.Option(help="Adjustments the night needs.")] = 40,
-    seed_: Annotated[int, typer.Option("--seed", help="Random seed.")] = 7,
+    invoices: Annotated[int, typer.Option(
+        help="Invoices in the night.", min=1, max=MAX_SEED_INVOICES)] = 312,
+    mismatches: Annotated[int, typer.Option(
+        help="Adjustments the night needs (at most --invoices).", min=0,
+        max=MAX_SEED_INVOICES)] = 40,
+    seed_: Annotated[int, typer.Option("--seed", help="Random seed.", min=0,
+                                       max=MAX_SEED_VALUE)] = 7,
 ) -> None:
     """Create a deterministic, realistic night of invoices, orders and receipts."""
     from recon.seed import seed_night
 
     day, wh = _date(date_), _warehouse(warehouse)
+    if mismatches > invoices:
+        raise Refused(f"--mismatches {mismatches} is more than --invoices {invoices}")
 
     async def go():
         pool = await _pool()
@@ -463,23 +486,45 @@ def undo(
 
 
 def main() -> None:
-    """Entry point: usage errors become one line too."""
+    """Entry point: usage errors become one line too. The process leaves with `os._exit` once the
+    command is done: a command that used a Temporal client can otherwise abort during interpreter
+    finalisation (`Fatal Python error: PyGILState_Release`, exit 134/139, from the SDK's runtime
+    threads), turning a success into a false failure for cron and scripts. Every command cleans up
+    its own children (worker, servers, pools) before it returns, so nothing is left to finalise."""
+    code = _run_command()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe (`recon ... | head`) must not change the exit code
+    os._exit(code)
+
+
+def _run_command() -> int:
     try:
         result = app(standalone_mode=False)
     except typer.Abort:
-        _exit_line("interrupted", 130)
+        return _exit_line("interrupted", 130)
+    except KeyboardInterrupt:
+        return _exit_line("interrupted", 130)
     except typer.TyperException as exc:
-        _exit_line((exc.format_message() or type(exc).__name__).splitlines()[0],
-                   getattr(exc, "exit_code", 1) or 1)
+        return _exit_line(exc.format_message() or type(exc).__name__,
+                          getattr(exc, "exit_code", 1) or 1)
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    if isinstance(result, int) and result:
-        sys.exit(result)
+        return exc.exit_code
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # a bug, not a user mistake: keep the traceback for the report
+        import traceback
+
+        traceback.print_exc()
+        return 1
+    return result if isinstance(result, int) else 0
 
 
-def _exit_line(message: str, code: int) -> None:
-    err.print(f"error: {message}", markup=False, highlight=False)
-    sys.exit(code)
+def _exit_line(message: str, code: int) -> int:
+    err.print(f"error: {_one_line(message)}", markup=False, highlight=False)
+    return code
 
 
 if __name__ == "__main__":
