@@ -200,6 +200,9 @@ def import_(
     result = asyncio.run(go())
     console.print(f"imported {result.imported} invoices for {day} at {wh}"
                   + (f"; {result.skipped_existing} already there" if result.skipped_existing else ""))
+    if result.skipped_files:
+        console.print(_one_line(f"skipped {len(result.skipped_files)} not invoice files: "
+                                + ", ".join(result.skipped_files)), markup=False, highlight=False)
 
 
 # ---------------------------------------------------------------------------------- runs
