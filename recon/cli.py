@@ -280,42 +280,21 @@ def _print_summary(summary) -> None:
 @app.command()
 @user_errors
 def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
-    """Where a run is: current step, steps done, counts."""
+    """Where a run (or an undo/redo of it) stands: Temporal's and the business status, the
+    current step, and what the ledger holds for it. Needs no worker."""
+    from recon.status import run_status
+
     wid = _run_id(run_id)
 
     async def go():
-        from datetime import timedelta
-
-        from temporalio.service import RPCError, RPCStatusCode
-
-        client = await _client()
-        handle = client.get_workflow_handle(wid)
+        pool = await _pool()
         try:
-            description = await handle.describe()
-        except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                raise UnknownRun(f"no run {wid!r} in Temporal") from None
-            raise
-        try:
-            progress = await handle.query("progress", rpc_timeout=timedelta(seconds=5))
-        except RPCError:
-            progress = None  # no worker is up to answer; Temporal still knows the status
-        return description, progress
+            return await run_status(await _client(), pool, wid)
+        finally:
+            await pool.close()
 
-    description, progress = asyncio.run(go())
-    state = description.status.name.lower() if description.status else "unknown"
-    if progress is None:
-        console.print(f"{wid}: {state} (no worker answered the progress query; "
-                      "start `recon worker` to see the current step)")
-        return
-    console.print(f"{wid}: {state} ({progress.get('status')})")
-    console.print(f"current step: {progress.get('current_step') or '-'}")
-    console.print(f"steps done: {', '.join(progress.get('steps_done', [])) or '-'}")
-    console.print(
-        "invoices {invoices}, extracted {extracted}, parked {parked}, mismatches {mismatches}, "
-        "ledger {ledger_posted}, stock {stock_moved}, debit notes {debit_notes}, "
-        "handovers {handovers}".format(**progress)
-    )
+    for line in asyncio.run(go()).lines():
+        console.print(line, markup=False, highlight=False)
 
 
 @app.command()
