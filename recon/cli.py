@@ -474,6 +474,9 @@ def main() -> None:
     threads), turning a success into a false failure for cron and scripts. Every command cleans up
     its own children (worker, servers, pools) before it returns, so nothing is left to finalise."""
     code = _run_command()
+    import logging
+
+    logging.shutdown()  # what atexit would have done for log handlers
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
