@@ -34,7 +34,7 @@ _GOODS = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExpectedAdjustment:
     invoice_no: str
     line_no: int
@@ -85,14 +85,15 @@ class NightPlan:
     unreadable: set[int]
     no_po: set[int]
     unknown_targets: set[int]
-    received: dict[tuple[int, int], int]  # short deliveries only; other clean lines arrive in full
-    invoiced_price: dict[tuple[int, int], int]  # price over the PO, for the lines that have one
+    # keyed by invoice * MAX_LINES + line:
+    received: dict[int, int]  # short deliveries only; other clean lines arrive in full
+    invoiced_price: dict[int, int]  # price over the PO, for the lines that have one
     result: SeedResult
 
 
 class _FlatLines(Sequence):
-    """The (invoice, line) pairs of the readable invoices, in order, without a list of them:
-    `random.sample` draws the same indices from it as from the list the seed used to build."""
+    """The (invoice, line) pairs of the readable invoices, in order, without a list of them (the
+    seed used to build that list: ~2.5 pairs per invoice). Position k is the list's k-th pair."""
 
     def __init__(self, invoice_of: array, first_line: array, total: int) -> None:
         self._invoice_of, self._first, self._total = invoice_of, first_line, total
@@ -159,20 +160,22 @@ def plan_night(
             f"of {invoices} invoices"
         )
     day, wh = _compact(business_date), warehouse.upper()
-    received: dict[tuple[int, int], int] = {}
-    invoiced_price: dict[tuple[int, int], int] = {}
+    received: dict[int, int] = {}
+    invoiced_price: dict[int, int] = {}
     clean_lines = _FlatLines(clean_invoice, first_line, clean_total)
-    for k, (i, j) in enumerate(sorted(rng.sample(clean_lines, mismatches))):
+    # Sampling positions draws what sampling the pairs drew; sorted positions are sorted pairs.
+    for k, flat in enumerate(sorted(rng.sample(range(len(clean_lines)), mismatches))):
+        i, j = clean_lines[flat]
         invoice_no = f"INV-{day}-{wh}-{i + 1:05d}"
         supplier_id = suppliers[supplier_of[i]][0]
         ordered, price = qty[i * MAX_LINES + j], catalog[goods[i * MAX_LINES + j]][2]
         if k % 2 == 0 and ordered > 1:  # short delivery: billed for more than arrived
             short = rng.randint(1, min(ordered - 1, 12))
-            received[(i, j)] = ordered - short
+            received[i * MAX_LINES + j] = ordered - short
             amount, kind = short * price, "qty"
         else:  # price over the purchase order
             bump = rng.randrange(50, max(100, price // 10), 50)
-            invoiced_price[(i, j)] = price + bump
+            invoiced_price[i * MAX_LINES + j] = price + bump
             amount, kind = bump * ordered, "price"
         result.adjustments.append(ExpectedAdjustment(invoice_no, j + 1, kind, supplier_id, amount))
 
@@ -218,11 +221,11 @@ def night_chunks(plan: NightPlan, size: int | None = None) -> Iterator[NightChun
         for j, (sku, _desc, ordered, _price) in enumerate(lines):
             if clean:
                 chunk.goods_receipts.append(
-                    (po_number, sku, warehouse, plan.received.get((i, j), ordered), ordered_on))
+                    (po_number, sku, warehouse, plan.received.get(base + j, ordered), ordered_on))
             elif i in plan.no_po:
                 chunk.goods_receipts.append((po_number, sku, warehouse, ordered, ordered_on))
         doc_lines = [
-            DocumentLine(sku, desc, ordered, plan.invoiced_price.get((i, j), price))
+            DocumentLine(sku, desc, ordered, plan.invoiced_price.get(base + j, price))
             for j, (sku, desc, ordered, price) in enumerate(lines)
         ]
         if i in plan.unknown_targets:
