@@ -488,9 +488,7 @@ def main() -> None:
 def _run_command() -> int:
     try:
         result = app(standalone_mode=False)
-    except typer.Abort:
-        return _exit_line("interrupted", 130)
-    except KeyboardInterrupt:
+    except (typer.Abort, KeyboardInterrupt):
         return _exit_line("interrupted", 130)
     except typer.TyperException as exc:
         return _exit_line(exc.format_message() or type(exc).__name__,
