@@ -180,6 +180,11 @@ async def run_status(client: Client, pool: asyncpg.Pool, workflow_id: str) -> St
         named = await _run_named_in_input(handle) if handle is not None else None
         run_id = named or await _run_from_id(client, pool, workflow_id[len("undo-"):])
     run, _handle = await _state(client, run_id)
+    if run.execution == "running" and run.business == "Undoing":
+        # A person decided "undo": the run waits on its undo child, whose step is the news.
+        child, _ = await _state(client, f"undo-{run_id}")
+        if child.known:
+            run.current_step = f"undo, {child.current_step or 'starting'} (undo-{run_id})"
     counts = {k: int(v) for k, v in (await pool.fetchrow(_COUNTS, run_id)).items()}
     if not run.known and (companion is None or not companion.known) and not (
         counts["invoices"] or counts["ledger_live"] or counts["ledger_reversals"]
