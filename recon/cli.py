@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -38,6 +39,10 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
+MAX_PORT = 65_535
+MAX_SEED_INVOICES = 1_000_000  # the largest night the product is measured at, with room to spare
+MAX_SEED_VALUE = 2**63 - 1
+
 USER_ERRORS = (DatabaseUnavailable, TemporalUnavailable, StackError, SeedError, ImportProblem,
                UnknownRun, UndoRefused, RedoRefused, DecisionRefused, ValueError, LookupError)
 
@@ -46,8 +51,17 @@ class Refused(Exception):
     """The command understood the request and refuses it; the message says why."""
 
 
+def _one_line(message: str) -> str:
+    """Control characters shown escaped (a newline as `\\n`), so a name with a line break in it
+    cannot cut the error line short or forge a second one."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+        for ch in message
+    )
+
+
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"error: {message}", markup=False, highlight=False)
+    err.print(f"error: {_one_line(message)}", markup=False, highlight=False)
     raise typer.Exit(code)
 
 
@@ -57,7 +71,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except (*USER_ERRORS, Refused) as exc:
-            _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            _fail(str(exc) or type(exc).__name__)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
 
@@ -100,11 +114,14 @@ async def _client():
 @user_errors
 def dev(
     no_worker: Annotated[bool, typer.Option("--no-worker", help="Start the servers only.")] = False,
-    port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
-    ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.")] = 8233,
+    port: Annotated[int, typer.Option(help="Temporal gRPC port.", min=1, max=MAX_PORT)] = 7233,
+    ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.", min=1, max=MAX_PORT)] = 8233,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
     from recon.devstack import run_dev
+
+    if port == ui_port:
+        raise Refused(f"--port and --ui-port must differ, both are {port}")
 
     def announce(stack) -> None:
         console.print(f"Temporal  {stack.temporal.address}   Web UI {stack.ui_url}")
@@ -150,14 +167,20 @@ def sender(
 def seed(
     date_: Annotated[str, typer.Option("--date", help="Business date, YYYY-MM-DD.")],
     warehouse: Annotated[str, typer.Option(help="Warehouse code, e.g. ldh.")],
-    invoices: Annotated[int, typer.Option(help="Invoices in the night.")] = 312,
-    mismatches: Annotated[int, typer.Option(help="Adjustments the night needs.")] = 40,
-    seed_: Annotated[int, typer.Option("--seed", help="Random seed.")] = 7,
+    invoices: Annotated[int, typer.Option(
+        help="Invoices in the night.", min=1, max=MAX_SEED_INVOICES)] = 312,
+    mismatches: Annotated[int, typer.Option(
+        help="Adjustments the night needs (at most --invoices).", min=0,
+        max=MAX_SEED_INVOICES)] = 40,
+    seed_: Annotated[int, typer.Option("--seed", help="Random seed.", min=0,
+                                       max=MAX_SEED_VALUE)] = 7,
 ) -> None:
     """Create a deterministic, realistic night of invoices, orders and receipts."""
     from recon.seed import seed_night
 
     day, wh = _date(date_), _warehouse(warehouse)
+    if mismatches > invoices:
+        raise Refused(f"--mismatches {mismatches} is more than --invoices {invoices}")
 
     async def go():
         pool = await _pool()
@@ -197,6 +220,9 @@ def import_(
     result = asyncio.run(go())
     console.print(f"imported {result.imported} invoices for {day} at {wh}"
                   + (f"; {result.skipped_existing} already there" if result.skipped_existing else ""))
+    if result.skipped_files:
+        console.print(_one_line(f"skipped {len(result.skipped_files)} not invoice files: "
+                                + ", ".join(result.skipped_files)), markup=False, highlight=False)
 
 
 # ---------------------------------------------------------------------------------- runs
@@ -286,43 +312,21 @@ def _print_summary(summary) -> None:
 @app.command()
 @user_errors
 def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
-    """Where a run is: current step, steps done, counts."""
+    """Where a run (or an undo/redo of it) stands: Temporal's and the business status, the
+    current step, and what the ledger holds for it. Needs no worker."""
+    from recon.status import run_status
+
     wid = _run_id(run_id)
 
     async def go():
-        from datetime import timedelta
-
-        from temporalio.service import RPCError, RPCStatusCode
-
-        client = await _client()
-        handle = client.get_workflow_handle(wid)
+        pool = await _pool()
         try:
-            description = await handle.describe()
-        except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                raise UnknownRun(f"no run {wid!r} in Temporal") from None
-            raise
-        try:
-            progress = await handle.query("progress", rpc_timeout=timedelta(seconds=5))
-        except RPCError:
-            progress = None  # no worker is up to answer; Temporal still knows the status
-        return description, progress
+            return await run_status(await _client(), pool, wid)
+        finally:
+            await pool.close()
 
-    description, progress = asyncio.run(go())
-    state = description.status.name.lower() if description.status else "unknown"
-    if progress is None:
-        console.print(f"{wid}: {state} (no worker answered the progress query; "
-                      "start `recon worker` to see the current step)")
-        _print_delivery(wid)
-        return
-    console.print(f"{wid}: {state} ({progress.get('status')})")
-    console.print(f"current step: {progress.get('current_step') or '-'}")
-    console.print(f"steps done: {', '.join(progress.get('steps_done', [])) or '-'}")
-    console.print(
-        "invoices {invoices}, extracted {extracted}, parked {parked}, mismatches {mismatches}, "
-        "ledger {ledger_posted}, stock {stock_moved}, debit notes {debit_notes}, "
-        "handovers {handovers}".format(**progress)
-    )
+    for line in asyncio.run(go()).lines():
+        console.print(line, markup=False, highlight=False)
     _print_delivery(wid)
 
 
@@ -581,23 +585,46 @@ def undo(
 
 
 def main() -> None:
-    """Entry point: usage errors become one line too."""
+    """Entry point: usage errors become one line too. The process leaves with `os._exit` once the
+    command is done: a command that used a Temporal client can otherwise abort during interpreter
+    finalisation (`Fatal Python error: PyGILState_Release`, exit 134/139, from the SDK's runtime
+    threads), turning a success into a false failure for cron and scripts. Every command cleans up
+    its own children (worker, servers, pools) before it returns, so nothing is left to finalise."""
+    code = _run_command()
+    import logging
+
+    logging.shutdown()  # what atexit would have done for log handlers
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe (`recon ... | head`) must not change the exit code
+    os._exit(code)
+
+
+def _run_command() -> int:
     try:
         result = app(standalone_mode=False)
-    except typer.Abort:
-        _exit_line("interrupted", 130)
+    except (typer.Abort, KeyboardInterrupt):
+        return _exit_line("interrupted", 130)
     except typer.TyperException as exc:
-        _exit_line((exc.format_message() or type(exc).__name__).splitlines()[0],
-                   getattr(exc, "exit_code", 1) or 1)
+        return _exit_line(exc.format_message() or type(exc).__name__,
+                          getattr(exc, "exit_code", 1) or 1)
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    if isinstance(result, int) and result:
-        sys.exit(result)
+        return exc.exit_code
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # a bug, not a user mistake: keep the traceback for the report
+        import traceback
+
+        traceback.print_exc()
+        return 1
+    return result if isinstance(result, int) else 0
 
 
-def _exit_line(message: str, code: int) -> None:
-    err.print(f"error: {message}", markup=False, highlight=False)
-    sys.exit(code)
+def _exit_line(message: str, code: int) -> int:
+    err.print(f"error: {_one_line(message)}", markup=False, highlight=False)
+    return code
 
 
 if __name__ == "__main__":

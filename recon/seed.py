@@ -7,6 +7,9 @@ a demo can state in advance exactly which adjustments the run must post.
 from __future__ import annotations
 
 import random
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -31,7 +34,7 @@ _GOODS = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExpectedAdjustment:
     invoice_no: str
     line_no: int
@@ -59,10 +62,58 @@ def _compact(business_date: str) -> str:
     return business_date.replace("-", "")
 
 
+CHUNK_INVOICES = 5_000  # invoices generated and written per COPY round, inside one transaction
+MAX_LINES = 4  # lines per invoice the seed draws (an unknown-SKU line may be added on top)
+
+
+@dataclass
+class NightPlan:
+    """Everything the night's random draws decided, kept compact (a few bytes per invoice) so any
+    allowed size plans in bounded memory. Documents and rows are produced from it in chunks."""
+
+    business_date: str
+    warehouse: str
+    invoices: int
+    rng: random.Random  # continues where planning stopped: rendering and stock draw from it
+    suppliers: list[tuple[str, str, str]]
+    catalog: list[tuple[str, str, int]]
+    supplier_of: array  # per invoice: index into suppliers
+    layout_of: array  # per invoice: index into LAYOUTS
+    lines_of: array  # per invoice: how many lines
+    goods: array  # MAX_LINES per invoice: index into catalog
+    qty: array  # MAX_LINES per invoice: quantity ordered (and invoiced)
+    unreadable: set[int]
+    no_po: set[int]
+    unknown_targets: set[int]
+    # keyed by invoice * MAX_LINES + line:
+    received: dict[int, int]  # short deliveries only; other clean lines arrive in full
+    invoiced_price: dict[int, int]  # price over the PO, for the lines that have one
+    result: SeedResult
+
+
+class _FlatLines(Sequence):
+    """The (invoice, line) pairs of the readable invoices, in order, without a list of them (the
+    seed used to build that list: ~2.5 pairs per invoice). Position k is the list's k-th pair."""
+
+    def __init__(self, invoice_of: array, first_line: array, total: int) -> None:
+        self._invoice_of, self._first, self._total = invoice_of, first_line, total
+
+    def __len__(self) -> int:
+        return self._total
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if not 0 <= k < self._total:
+            raise IndexError(k)
+        pos = bisect_right(self._first, k) - 1
+        return self._invoice_of[pos], k - self._first[pos]
+
+
 def plan_night(
     business_date: str, warehouse: str, invoices: int, mismatches: int, seed: int
-) -> tuple[dict, SeedResult]:
-    """Decide everything in memory first; writing is a separate, all-or-nothing step."""
+) -> NightPlan:
+    """Decide the night first (all-or-nothing errors before anything is written). The draws are
+    made in exactly the order they always were, so a (date, warehouse, invoices, mismatches, seed)
+    keeps writing the same night it wrote before streaming."""
     try:
         date.fromisoformat(business_date)
     except ValueError:
@@ -72,7 +123,6 @@ def plan_night(
     if mismatches < 0:
         raise SeedError("--mismatches cannot be negative")
     rng = random.Random(f"{seed}:{business_date}:{warehouse}")
-    day, wh = _compact(business_date), warehouse.upper()
     suppliers = [
         (f"S{n:03d}", f"{name} Pvt Ltd", f"accounts@{name.lower().replace(' ', '-')}.example")
         for n, name in enumerate(_NAMES, 1)
@@ -86,78 +136,121 @@ def plan_night(
     special = rng.sample(range(invoices), n_unreadable + n_no_po)
     unreadable, no_po = set(special[:n_unreadable]), set(special[n_unreadable:])
 
-    pos, po_lines, receipts, docs = [], [], [], []
-    clean_lines: list[tuple[int, int]] = []  # (invoice index, line index) eligible for a mismatch
-    plans = []
+    supplier_of, layout_of, lines_of = array("B"), array("B"), array("B")
+    goods, qty = array("B"), array("B")
+    clean_invoice, first_line, clean_total = array("I"), array("Q"), 0
+    pad = [0] * MAX_LINES
     for i in range(invoices):
-        supplier = rng.choice(suppliers)
-        po_number = f"PO-{wh}-{day}-{i + 1:05d}"
-        invoice_no = f"INV-{day}-{wh}-{i + 1:05d}"
-        goods = rng.sample(catalog, rng.randint(1, 4))
-        lines = [[sku, desc, rng.randint(5, 200), price] for sku, desc, price in goods]
-        plans.append([invoice_no, supplier, po_number, lines, rng.choice(LAYOUTS)])
-        pos.append((po_number, supplier[0], warehouse, date.fromisoformat(business_date)))
-        for sku, desc, qty, price in lines:
-            po_lines.append((po_number, sku, desc, qty, price))
+        # rng.choice / rng.sample over index ranges make the same draws as over the lists.
+        supplier_of.append(rng.choice(range(len(suppliers))))
+        picked = rng.sample(range(len(catalog)), rng.randint(1, MAX_LINES))
+        quantities = [rng.randint(5, 200) for _ in picked]
+        layout_of.append(rng.choice(range(len(LAYOUTS))))
+        lines_of.append(len(picked))
+        goods.extend(picked + pad[len(picked):])
+        qty.extend(quantities + pad[len(picked):])
         if i not in unreadable and i not in no_po:
-            clean_lines += [(i, j) for j in range(len(lines))]
+            clean_invoice.append(i)
+            first_line.append(clean_total)
+            clean_total += len(picked)
 
-    if mismatches > len(clean_lines):
+    if mismatches > clean_total:
         raise SeedError(
-            f"--mismatches {mismatches} is more than the {len(clean_lines)} readable lines "
+            f"--mismatches {mismatches} is more than the {clean_total} readable lines "
             f"of {invoices} invoices"
         )
-    received = {(i, j): plans[i][3][j][2] for i, j in clean_lines}
-    invoiced_price = {}
-    for k, (i, j) in enumerate(sorted(rng.sample(clean_lines, mismatches))):
-        invoice_no, supplier, _po, lines, _layout = plans[i]
-        sku, _desc, qty, price = lines[j]
-        if k % 2 == 0 and qty > 1:  # short delivery: billed for more than arrived
-            short = rng.randint(1, min(qty - 1, 12))
-            received[(i, j)] = qty - short
+    day, wh = _compact(business_date), warehouse.upper()
+    received: dict[int, int] = {}
+    invoiced_price: dict[int, int] = {}
+    clean_lines = _FlatLines(clean_invoice, first_line, clean_total)
+    # Sampling positions draws what sampling the pairs drew; sorted positions are sorted pairs.
+    for k, flat in enumerate(sorted(rng.sample(range(len(clean_lines)), mismatches))):
+        i, j = clean_lines[flat]
+        invoice_no = f"INV-{day}-{wh}-{i + 1:05d}"
+        supplier_id = suppliers[supplier_of[i]][0]
+        ordered, price = qty[i * MAX_LINES + j], catalog[goods[i * MAX_LINES + j]][2]
+        if k % 2 == 0 and ordered > 1:  # short delivery: billed for more than arrived
+            short = rng.randint(1, min(ordered - 1, 12))
+            received[i * MAX_LINES + j] = ordered - short
             amount, kind = short * price, "qty"
         else:  # price over the purchase order
             bump = rng.randrange(50, max(100, price // 10), 50)
-            invoiced_price[(i, j)] = price + bump
-            amount, kind = bump * qty, "price"
-        result.adjustments.append(ExpectedAdjustment(invoice_no, j + 1, kind, supplier[0], amount))
+            invoiced_price[i * MAX_LINES + j] = price + bump
+            amount, kind = bump * ordered, "price"
+        result.adjustments.append(ExpectedAdjustment(invoice_no, j + 1, kind, supplier_id, amount))
 
     n_unknown = invoices // 80
-    unknown_targets = rng.sample(sorted({i for i, _ in clean_lines}), min(n_unknown, invoices))
-    for i, (invoice_no, supplier, po_number, lines, layout) in enumerate(plans):
-        for j, (sku, _desc, qty, _price) in enumerate(lines):
-            if (i, j) in received:
-                receipts.append((po_number, sku, warehouse, received[(i, j)]))
-            elif i in no_po:
-                receipts.append((po_number, sku, warehouse, qty))
-        doc_lines = [
-            DocumentLine(sku, desc, qty, invoiced_price.get((i, j), price))
-            for j, (sku, desc, qty, price) in enumerate(lines)
+    # The readable invoices, ascending: the population the seed always sampled these from.
+    unknown_targets = set(rng.sample(clean_invoice, min(n_unknown, invoices)))
+    return NightPlan(
+        business_date, warehouse, invoices, rng, suppliers, catalog, supplier_of, layout_of,
+        lines_of, goods, qty, unreadable, no_po, unknown_targets, received, invoiced_price, result,
+    )
+
+
+@dataclass
+class NightChunk:
+    purchase_orders: list[tuple] = field(default_factory=list)
+    po_lines: list[tuple] = field(default_factory=list)
+    goods_receipts: list[tuple] = field(default_factory=list)
+    invoices: list[tuple] = field(default_factory=list)
+
+
+def night_chunks(plan: NightPlan, size: int | None = None) -> Iterator[NightChunk]:
+    """The night's rows, `size` (CHUNK_INVOICES) invoices at a time, in invoice order (the order
+    the unreadable scans draw their noise from the plan's generator)."""
+    size = size or CHUNK_INVOICES
+    day, wh = _compact(plan.business_date), plan.warehouse.upper()
+    ordered_on = date.fromisoformat(plan.business_date)
+    result, warehouse = plan.result, plan.warehouse
+    chunk = NightChunk()
+    for i in range(plan.invoices):
+        supplier = plan.suppliers[plan.supplier_of[i]]
+        po_number = f"PO-{wh}-{day}-{i + 1:05d}"
+        invoice_no = f"INV-{day}-{wh}-{i + 1:05d}"
+        base = i * MAX_LINES
+        lines = [
+            (*plan.catalog[plan.goods[base + j]][:2], plan.qty[base + j],
+             plan.catalog[plan.goods[base + j]][2])
+            for j in range(plan.lines_of[i])
         ]
-        if i in unknown_targets:
+        chunk.purchase_orders.append((po_number, supplier[0], warehouse, ordered_on))
+        for sku, desc, ordered, price in lines:
+            chunk.po_lines.append((po_number, sku, desc, ordered, price))
+        clean = i not in plan.unreadable and i not in plan.no_po
+        for j, (sku, _desc, ordered, _price) in enumerate(lines):
+            if clean:
+                chunk.goods_receipts.append(
+                    (po_number, sku, warehouse, plan.received.get(base + j, ordered), ordered_on))
+            elif i in plan.no_po:
+                chunk.goods_receipts.append((po_number, sku, warehouse, ordered, ordered_on))
+        doc_lines = [
+            DocumentLine(sku, desc, ordered, plan.invoiced_price.get(base + j, price))
+            for j, (sku, desc, ordered, price) in enumerate(lines)
+        ]
+        if i in plan.unknown_targets:
             doc_lines.append(DocumentLine(f"SKU-{9000 + i}", "Sample pack (not ordered)", 3, 9_900))
             result.unknown_sku_lines.append((invoice_no, len(doc_lines)))
-        po_ref = f"PO-{wh}-{day}-X{i + 1:04d}" if i in no_po else po_number
-        doc = Document(invoice_no, supplier[0], supplier[1], business_date, po_ref, doc_lines)
-        if i in unreadable:
-            text = render_unreadable(doc, rng)
+        po_ref = f"PO-{wh}-{day}-X{i + 1:04d}" if i in plan.no_po else po_number
+        doc = Document(invoice_no, supplier[0], supplier[1], plan.business_date, po_ref, doc_lines)
+        if i in plan.unreadable:
+            text = render_unreadable(doc, plan.rng)
             result.unreadable.append(invoice_no)
         else:
-            text = render(doc, layout)
-        if i in no_po:
+            text = render(doc, LAYOUTS[plan.layout_of[i]])
+        if i in plan.no_po:
             result.no_po_invoices.append(invoice_no)
-        docs.append((invoice_no, supplier[0], date.fromisoformat(business_date), warehouse, text))
+        chunk.invoices.append((invoice_no, supplier[0], ordered_on, warehouse, text))
+        if len(chunk.invoices) >= size:
+            yield chunk
+            chunk = NightChunk()
+    if chunk.invoices:
+        yield chunk
 
-    stock = [(warehouse, sku, rng.randint(200, 5_000)) for sku, _d, _p in catalog]
-    rows = {
-        "suppliers": suppliers,
-        "purchase_orders": pos,
-        "po_lines": po_lines,
-        "goods_receipts": receipts,
-        "invoices": docs,
-        "stock_levels": stock,
-    }
-    return rows, result
+
+def stock_rows(plan: NightPlan) -> list[tuple[str, str, int]]:
+    """Drawn after every document, as always: call it once the chunks are written."""
+    return [(plan.warehouse, sku, plan.rng.randint(200, 5_000)) for sku, _d, _p in plan.catalog]
 
 
 async def seed_night(
@@ -168,8 +261,10 @@ async def seed_night(
     mismatches: int = 40,
     seed: int = 7,
 ) -> SeedResult:
-    """Write one night in one transaction; refuse a night that already has invoices."""
-    rows, result = plan_night(business_date, warehouse, invoices, mismatches, seed)
+    """Write one night in one transaction, streamed in chunks of CHUNK_INVOICES invoices (COPY per
+    table per chunk), so memory stays bounded whatever the size; refuse a night that already has
+    invoices."""
+    plan = plan_night(business_date, warehouse, invoices, mismatches, seed)
     day = date.fromisoformat(business_date)
     async with pool.acquire() as conn, conn.transaction():
         existing = await conn.fetchval(
@@ -185,28 +280,28 @@ async def seed_night(
         await conn.executemany(
             "INSERT INTO suppliers (supplier_id, name, email) VALUES ($1, $2, $3)"
             " ON CONFLICT (supplier_id) DO NOTHING",
-            rows["suppliers"],
+            plan.suppliers,
         )
-        await conn.copy_records_to_table(
-            "purchase_orders", records=rows["purchase_orders"],
-            columns=["po_number", "supplier_id", "warehouse", "ordered_on"],
-        )
-        await conn.copy_records_to_table(
-            "po_lines", records=rows["po_lines"],
-            columns=["po_number", "sku", "description", "qty_ordered", "unit_price_paise"],
-        )
-        await conn.copy_records_to_table(
-            "goods_receipts",
-            records=[(*r, day) for r in rows["goods_receipts"]],
-            columns=["po_number", "sku", "warehouse", "qty_received", "received_on"],
-        )
-        await conn.copy_records_to_table(
-            "invoices", records=rows["invoices"],
-            columns=["invoice_no", "supplier_id", "business_date", "warehouse", "document"],
-        )
+        for chunk in night_chunks(plan):
+            await conn.copy_records_to_table(
+                "purchase_orders", records=chunk.purchase_orders,
+                columns=["po_number", "supplier_id", "warehouse", "ordered_on"],
+            )
+            await conn.copy_records_to_table(
+                "po_lines", records=chunk.po_lines,
+                columns=["po_number", "sku", "description", "qty_ordered", "unit_price_paise"],
+            )
+            await conn.copy_records_to_table(
+                "goods_receipts", records=chunk.goods_receipts,
+                columns=["po_number", "sku", "warehouse", "qty_received", "received_on"],
+            )
+            await conn.copy_records_to_table(
+                "invoices", records=chunk.invoices,
+                columns=["invoice_no", "supplier_id", "business_date", "warehouse", "document"],
+            )
         await conn.executemany(
             "INSERT INTO stock_levels (warehouse, sku, qty_on_hand) VALUES ($1, $2, $3)"
             " ON CONFLICT (warehouse, sku) DO NOTHING",
-            rows["stock_levels"],
+            stock_rows(plan),
         )
-    return result
+    return plan.result
