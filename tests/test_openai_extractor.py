@@ -298,7 +298,7 @@ async def test_openai_path_end_to_end(fake: FakeOpenAI, extractor, layout: str) 
     assert seen.body["temperature"] == 0
     response_format = seen.body["response_format"]
     assert response_format["type"] == "json_schema"
-    assert response_format["json_schema"]["name"] == "ExtractedInvoice"
+    assert response_format["json_schema"]["name"] == "InvoiceAnswer"
     assert response_format["json_schema"]["strict"] is True
     schema = response_format["json_schema"]["schema"]
     assert set(schema["required"]) == {"invoice_no", "supplier_id", "po_number", "lines"}
