@@ -12,6 +12,7 @@ from temporalio import activity
 from activities import resources
 from activities.step import business_step
 from recon.fencing import scope_for, take_fence
+from recon.model_bill import model_bill
 from recon.models import Count, OutboxInput, RunSummary
 from recon.money import rupees
 from recon.outbox import Message, debit_note_key, enqueue, summary_key
@@ -63,6 +64,7 @@ async def send_summary(job: OutboxInput) -> RunSummary:
     pool = resources.pool()
     fence = await take_fence(pool, scope_for(job.workflow_id, "summary"))
     facts = await run_facts(pool, job.workflow_id)
+    bill = await model_bill(pool, job.workflow_id)
     parked = await pool.fetch(
         "SELECT invoice_no, line_no, step, reason FROM parked_items WHERE workflow_id = $1"
         " ORDER BY invoice_no, line_no NULLS FIRST",
@@ -82,6 +84,7 @@ async def send_summary(job: OutboxInput) -> RunSummary:
         f"totalling {rupees(facts.adjustment_total_paise)}\n"
         f"Stock movements: {facts.stock_movements}\n"
         f"Debit notes queued: {facts.debit_notes}\n"
+        f"{bill.line()}\n"
         f"Parked items ({len(parked)}), each needs a person:\n{parked_lines}\n"
     )
     async with pool.acquire() as conn:

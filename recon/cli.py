@@ -281,6 +281,7 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
     if progress is None:
         console.print(f"{wid}: {state} (no worker answered the progress query; "
                       "start `recon worker` to see the current step)")
+        console.print(_model_bill_line(wid))
         return
     console.print(f"{wid}: {state} ({progress.get('status')})")
     console.print(f"current step: {progress.get('current_step') or '-'}")
@@ -290,6 +291,13 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
         "ledger {ledger_posted}, stock {stock_moved}, debit notes {debit_notes}, "
         "handovers {handovers}".format(**progress)
     )
+    console.print(_model_bill_line(wid))
+
+
+def _model_bill_line(wid: str) -> str:
+    from recon.model_bill import bill_line
+
+    return asyncio.run(bill_line(wid))
 
 
 @app.command()

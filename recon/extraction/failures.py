@@ -47,6 +47,9 @@ def _retry_after(headers) -> float | None:
 def describe(exc: BaseException) -> Failure:
     status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        message = body["message"]  # the server's own words, without the SDK's prefix
     retry_after = None
     if isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
