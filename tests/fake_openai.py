@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -205,3 +206,8 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, fake: ScriptedOpenAI) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.fake = fake
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that closes its keep-alive connection (or dies) is not news."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)

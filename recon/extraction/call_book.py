@@ -27,6 +27,11 @@ import asyncpg
 from recon.extraction.results import PARK_MANY, STEP, Result, storable, write_results
 
 MAX_GROUP = 500
+# Safety nets: a write that has not committed within this long is treated as a lost database
+# connection (a temporary error: the activity is retried and the next attempt marks what was in
+# flight `lost`), and Postgres itself ends a transaction left idle this long.
+WRITE_WAIT_SECONDS = 60.0
+IDLE_IN_TRANSACTION = "30s"
 
 _SENT = """
 INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response, outcome,
@@ -71,6 +76,7 @@ class CallBook:
                    price_in: float, price_out: float, attempt: str) -> CallBook:
         conn = await asyncpg.connect(dsn)
         await conn.execute("SET synchronous_commit = off")
+        await conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'")
         return cls(conn, workflow_id, extractor, model, price_in, price_out, attempt)
 
     # ------------------------------------------------------------------ what callers do
@@ -79,29 +85,45 @@ class CallBook:
         self._queue.put_nowait(_Op(kind, payload, done))
         return done
 
+    async def _committed(self, kind: str, payload: Any) -> Any:
+        done = self._submit(kind, payload)
+        assert done is not None
+        try:
+            return await asyncio.wait_for(done, WRITE_WAIT_SECONDS)
+        except TimeoutError:
+            raise ConnectionError(
+                f"model_calls writer: nothing committed within {WRITE_WAIT_SECONDS:.0f} s") from None
+
     async def sent(self, invoice_no: str, request: str) -> int:
         """Record a request about to be sent; returns its row id once committed."""
-        return await self._submit("sent", (invoice_no, storable(request)))  # type: ignore[misc]
+        return await self._committed("sent", (invoice_no, storable(request)))
 
     async def answered(self, result: Result) -> None:
-        await self._submit("answered", result)  # type: ignore[misc]
+        await self._committed("answered", result)
 
     async def failed(self, call_id: int, status: int | None, error: str) -> None:
-        await self._submit("failed", (call_id, "error", status, storable(error)))  # type: ignore[misc]
+        await self._committed("failed", (call_id, "error", status, storable(error)))
 
     def cancelled(self, call_id: int) -> None:
         """From a task being cancelled: queued, written before the book closes."""
         self._submit("failed", (call_id, "cancelled", None, "cancelled while in flight"), False)
 
     async def park(self, invoice_no: str, reason: str, evidence: str) -> None:
-        await self._submit("park", (invoice_no, storable(reason), storable(evidence)))  # type: ignore[misc]
+        await self._committed("park", (invoice_no, storable(reason), storable(evidence)))
 
     async def close(self) -> None:
-        """Write what is queued, then close the connection (safe to call while cancelled)."""
+        """Write what is queued, then close the connection (safe to call while cancelled). A
+        writer that does not finish in time is abandoned: its rows stay `sent` and the next
+        attempt marks them `lost`."""
         self._queue.put_nowait(None)
         with contextlib.suppress(Exception):
-            await asyncio.shield(self._writer)
-        await asyncio.shield(self._conn.close())
+            await asyncio.wait_for(asyncio.shield(self._writer), WRITE_WAIT_SECONDS)
+        if not self._writer.done():
+            self._writer.cancel()
+            self._conn.terminate()
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(self._conn.close()), 10)
 
     # ------------------------------------------------------------------ the writer
     async def _write_forever(self) -> None:
