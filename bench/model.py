@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import structlog
 
@@ -38,13 +42,40 @@ from recon.devstack import embedded_stack  # noqa: E402
 from recon.embedded import free_port  # noqa: E402
 from recon.seed import seed_night  # noqa: E402
 from recon.temporal_client import connect  # noqa: E402
-from tests.fake_openai import API_KEY, MODEL, ScriptedOpenAI  # noqa: E402
+from tests.fake_openai import API_KEY, MODEL  # noqa: E402
 
 WAREHOUSE = "ldh"
 FIRST_DATE = date(2032, 1, 1)
+ROOT = Path(__file__).resolve().parent.parent
 
 
-async def night(stack, client, pool, fake: ScriptedOpenAI, day: str, invoices: int,
+class LoopbackModel:
+    """tests/fake_openai.py in a process of its own (its threads must not compete with the
+    worker for the GIL); what it received is read back over GET /received."""
+
+    def __init__(self, delay: float) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.fake_openai", str(self.port), str(delay)], cwd=ROOT,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.process.stdout is not None
+        self.process.stdout.readline()  # "listening on PORT"
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def snapshot(self) -> list[SimpleNamespace]:
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with direct.open(f"http://127.0.0.1:{self.port}/received", timeout=30) as r:
+            return [SimpleNamespace(**x) for x in json.load(r)]
+
+    def __enter__(self) -> LoopbackModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+async def night(stack, client, pool, fake: LoopbackModel, day: str, invoices: int,
                 **changes) -> tuple[float, list]:
     """Run one night; return (extraction span on the server's clock, requests of this night)."""
     from starter import start_night
@@ -88,7 +119,7 @@ async def run(args: argparse.Namespace) -> None:
     days = (str(FIRST_DATE + timedelta(days=n)) for n in range(100))
     try:
         with embedded_stack(state, port=free_port(), ui_port=free_port(), persistent=False) as stack, \
-                ScriptedOpenAI(delay=args.delay) as fake:
+                LoopbackModel(args.delay) as fake:
             pool = await connect_pool(stack.postgres.url, max_size=4)
             await migrate(pool)
             client = await connect(stack.settings())

@@ -195,6 +195,15 @@ class _Handler(BaseHTTPRequestHandler):
             return  # the client gave up (timeout) or died: the answer never arrived
         seen.answered = time.time()
 
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        """GET /received: what the server saw, for a caller in another process (bench/model.py)."""
+        payload = json.dumps([r.__dict__ for r in self.server.fake.snapshot()]).encode()
+        self.send_response(200 if self.path == "/received" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
     def log_message(self, format: str, *args: object) -> None:
         pass
 
@@ -203,11 +212,26 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512
 
-    def __init__(self, fake: ScriptedOpenAI) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, fake: ScriptedOpenAI, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.fake = fake
 
     def handle_error(self, request: object, client_address: object) -> None:
         """A client that closes its keep-alive connection (or dies) is not news."""
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+
+def serve(port: int, delay: float) -> None:
+    """Run on its own (its own process, so its threads never compete with the worker for the
+    GIL): `python -m tests.fake_openai PORT DELAY`."""
+    fake = ScriptedOpenAI(delay=delay)
+    fake._server.server_close()
+    fake._server = _Server(fake, port)
+    fake.port = port
+    print(f"listening on {fake.port}", flush=True)
+    fake._server.serve_forever(0.05)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), float(sys.argv[2]))
