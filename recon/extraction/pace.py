@@ -1,8 +1,9 @@
 """Per-process pacing of model requests: `RECON_MODEL_RPM` requests and `RECON_MODEL_TPM` tokens
 per minute, so a night stays under the provider's quota instead of collecting 429s.
 
-Requests are spaced evenly (60/RPM seconds apart, and each request's estimated tokens take
-tokens × 60/TPM seconds of the token budget) rather than let through in a burst at the top of each
+Requests are spaced evenly (60/RPM seconds apart, plus 1 % so that network jitter cannot bunch
+them above the limit at the provider's end; each request's estimated tokens take tokens × 60/TPM
+seconds of the token budget) rather than let through in a burst at the top of each
 minute: providers enforce their limits over shorter windows than a minute too. A reservation is
 made without awaiting in between, so concurrent callers in one event loop never share a slot.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+
+MARGIN = 1.01
 
 
 class Pace:
@@ -23,9 +26,9 @@ class Pace:
         now = time.monotonic()
         at = max(now, self._next_request, self._next_tokens)
         if self.rpm:
-            self._next_request = at + 60.0 / self.rpm
+            self._next_request = at + MARGIN * 60.0 / self.rpm
         if self.tpm:
-            self._next_tokens = at + tokens * 60.0 / self.tpm
+            self._next_tokens = at + MARGIN * tokens * 60.0 / self.tpm
         return at - now
 
     async def wait(self, tokens: int) -> None:
