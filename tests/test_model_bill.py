@@ -20,7 +20,7 @@ from temporalio.client import Client
 from recon.inspection import inspect_run
 from recon.seed import seed_night
 from tests.fake_openai import API_KEY, MODEL, ScriptedOpenAI
-from tests.helpers import inprocess_worker, settings_for, start, wait_for
+from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 
 PRICE_IN, PRICE_OUT = 0.15, 0.60  # USD per million tokens
 
@@ -185,3 +185,32 @@ async def test_a_provider_down_for_most_invoices_hands_over_with_the_errors(
         "SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND reason LIKE 'model failed%'",
         handle.id)
     assert parked == 0  # a retry after the fix asks them again
+
+
+async def test_an_error_that_stops_the_step_records_siblings_in_flight_as_cancelled(
+    pool: asyncpg.Pool, client: Client, night, stack
+) -> None:
+    """A wrong key (401) is not temporary: the step stops at once and hands over; the seven
+    sibling requests still in flight are on record as `cancelled`, nothing is left `sent`."""
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=20, mismatches=2)
+    invoices = await _readable(pool, day, warehouse, [])
+    with ScriptedOpenAI(delay=1.0, hang=3.0) as fake:
+        for invoice_no in invoices[:7]:
+            fake.script(invoice_no, "timeout")
+        fake.script(invoices[7], "401")
+        settings = _model_settings(queue, fake, extract_batch_size=20, model_timeout=10.0)
+        async with inprocess_worker(settings):
+            handle = await start(client, settings, day, warehouse)
+            note = await wait_for(lambda: pool.fetchrow(
+                "SELECT * FROM handovers WHERE workflow_id = $1", handle.id), 60, "a handover")
+            await handle.terminate("test over")
+        received = fake.snapshot()
+    assert note["error_type"] == "AuthenticationError"
+    calls = await _calls(pool, handle.id)
+    assert len(calls) == len(received) == 8
+    outcome = {c["invoice_no"]: (c["outcome"], c["status_code"]) for c in calls}
+    assert outcome[invoices[7]] == ("error", 401)
+    assert {outcome[inv] for inv in invoices[:7]} == {("cancelled", None)}
+    status = recon_cli(stack.env(), "status", handle.id)
+    assert "Model bill: US$0.0000 for 8 requests (1 failed, 7 cancelled), 0 answered" in status.stdout
