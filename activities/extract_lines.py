@@ -1,26 +1,28 @@
 """Step 2: the model reads each invoice document and returns its line items.
 
 Paid once: an invoice that already has an extraction (or was parked) is never sent again, so a
-crash anywhere costs at most the requests in flight at that moment. Every request actually sent is
-one `model_calls` row with the answer word for word, committed together with its result.
+crash anywhere costs at most the requests in flight at that moment. Every request is one
+`model_calls` row. With a paid model (`activities/extract_paid.py`) the row is committed before
+the request is sent and settled with its outcome; the offline parser is local and free, so its
+answers are simply recorded in groups, one transaction per group of invoices, row and result
+together.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 import asyncpg
 from temporalio import activity
 
 from activities import resources
+from activities.extract_paid import extract_paid
 from activities.step import business_step, report_progress
 from recon import failpoints
-from recon.extraction import read_answer
-from recon.extraction.schema import ExtractedInvoice, UnreadableInvoice
+from recon.extraction.offline_extractor import OfflineExtractor
+from recon.extraction.openai_model import OpenAIExtractor
+from recon.extraction.results import STEP, write_results
 from recon.models import Count, ExtractBatch
-from recon.parking import park
 
-STEP = "extract_lines"
+OFFLINE_GROUP = 250  # invoices per transaction for the offline parser
 
 _NOT_YET_EXTRACTED = """
 SELECT r.seq, r.invoice_no, r.supplier_id, r.document
@@ -34,72 +36,28 @@ ORDER BY r.seq
 """
 
 
-def _storable(text: str) -> str:
-    """Postgres text cannot hold NUL: a hostile answer must not stop the step."""
-    return text.replace("\x00", "\ufffd")
-
-
-def _check_against_source(found: ExtractedInvoice, invoice_no: str, supplier_id: str) -> None:
-    """The document must be the invoice the source says it is; otherwise nobody should post it."""
-    if found.invoice_no != invoice_no:
-        raise UnreadableInvoice(
-            f"document says invoice {found.invoice_no!r}, the source says {invoice_no!r}"
-        )
-    if found.supplier_id != supplier_id:
-        raise UnreadableInvoice(
-            f"document says supplier {found.supplier_id!r}, the sender is {supplier_id!r}"
-        )
-    numbers = [line.line_no for line in found.lines]
-    if len(set(numbers)) != len(numbers):
-        raise UnreadableInvoice("document repeats a line number")
-
-
-_RECORD = """
-WITH call AS (
-    INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response)
-    VALUES ($1, $2, $3, $4, $5, $6) RETURNING id
-), fresh AS (
-    INSERT INTO extractions (workflow_id, invoice_no, model_call_id, po_number, line_count)
-    SELECT $1, $2, id, $7, cardinality($8::int[]) FROM call
-    ON CONFLICT DO NOTHING RETURNING 1
-)
-INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
-                           description, qty, unit_price_paise)
-SELECT $1, $2, x.n, $9, $7, x.sku, x.description, x.qty, x.price
-FROM unnest($8::int[], $10::text[], $11::text[], $12::int[], $13::bigint[])
-     AS x(n, sku, description, qty, price)
-WHERE EXISTS (SELECT 1 FROM fresh)
-"""
-
-
-async def _record(
-    conn: asyncpg.Connection, workflow_id: str, row: asyncpg.Record, answer, name: str, model: str
-) -> bool:
-    """Store the call and its result atomically (one statement: a single commit per invoice).
-    True if the invoice was parked. If a racing attempt stored a result first, this call is
-    still recorded (it was sent and paid for) but its lines are not added again."""
-    request, response = _storable(answer.request), _storable(answer.response)
-    try:
-        found = read_answer(answer)
-        _check_against_source(found, row["invoice_no"], row["supplier_id"])
-    except UnreadableInvoice as exc:
+async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor,
+                           workflow_id: str, pending: list[asyncpg.Record]) -> Count:
+    """Parse a group, record it in one transaction (a crash loses that group's work and nothing
+    else: it is parsed again, for free), report progress, next group."""
+    done = Count(count=0, parked=0)
+    for start in range(0, len(pending), OFFLINE_GROUP):
+        group = pending[start:start + OFFLINE_GROUP]
+        results = []
+        for row in group:
+            failpoints.hit(STEP, row["seq"])
+            result = extractor.read(row["invoice_no"], row["supplier_id"], row["document"])
+            results.append(result.check_against_source(row["document"]))
         async with conn.transaction():
-            await conn.execute(
-                "INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request,"
-                " response) VALUES ($1, $2, $3, $4, $5, $6)",
-                workflow_id, row["invoice_no"], name, model, request, response,
-            )
-            await park(conn, workflow_id, STEP, row["invoice_no"], _storable(exc.reason),
-                       _storable(exc.evidence or row["document"][:200]))
-        return True
-    lines = found.lines
-    await conn.execute(
-        _RECORD, workflow_id, row["invoice_no"], name, model, request, response,
-        found.po_number, [ln.line_no for ln in lines], row["supplier_id"],
-        [ln.sku for ln in lines], [ln.description for ln in lines],
-        [ln.quantity for ln in lines], [ln.unit_price_paise for ln in lines],
-    )
-    return False
+            # A worker crash cannot lose a commit; only a Postgres crash can lose the last
+            # fraction of a second, which the next attempt parses again.
+            await conn.execute("SET LOCAL synchronous_commit = off")
+            await write_results(conn, workflow_id, extractor.name, extractor.model, results)
+        parked = sum(1 for r in results if r.found is None)
+        done.count += len(results) - parked
+        done.parked += parked
+        report_progress(done.count + done.parked)
+    return done
 
 
 @activity.defn(name="extract_lines")
@@ -107,25 +65,14 @@ async def _record(
 async def extract_lines(batch: ExtractBatch) -> Count:
     pool = resources.pool()
     extractor = resources.extractor()
-    pending = await pool.fetch(_NOT_YET_EXTRACTED, batch.workflow_id, batch.first_seq, batch.last_seq)
-    gate = asyncio.Semaphore(resources.settings().extract_concurrency)
-    done = {"extracted": 0, "parked": 0}
-
-    async def one(row: asyncpg.Record) -> None:
-        async with gate:
-            failpoints.hit(STEP, row["seq"])
-            answer = await extractor.call(row["invoice_no"], row["document"])
-            async with pool.acquire() as conn:
-                parked = await _record(
-                    conn, batch.workflow_id, row, answer, extractor.name, extractor.model
-                )
-            done["parked" if parked else "extracted"] += 1
-            report_progress(done["extracted"] + done["parked"])
-
-    try:
-        async with asyncio.TaskGroup() as group:
-            for row in pending:
-                group.create_task(one(row))
-    except ExceptionGroup as failed:
-        raise failed.exceptions[0] from None
-    return Count(count=done["extracted"], parked=done["parked"])
+    # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
+    async with pool.acquire() as conn:
+        pending = await conn.fetch(
+            _NOT_YET_EXTRACTED, batch.workflow_id, batch.first_seq, batch.last_seq
+        )
+        if isinstance(extractor, OfflineExtractor):
+            return await _extract_offline(conn, extractor, batch.workflow_id, pending)
+    if not pending:
+        return Count(count=0, parked=0)
+    assert isinstance(extractor, OpenAIExtractor)
+    return await extract_paid(pool, resources.settings(), extractor, batch.workflow_id, pending)

@@ -328,6 +328,7 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
     for line in asyncio.run(go()).lines():
         console.print(line, markup=False, highlight=False)
     _print_delivery(wid)
+    console.print(_model_bill_line(wid), markup=False, highlight=False)
 
 
 def _print_delivery(wid: str) -> None:
@@ -345,6 +346,12 @@ def _print_delivery(wid: str) -> None:
         console.print(asyncio.run(go()).line(), markup=False, highlight=False)
     except DatabaseUnavailable:
         pass
+
+
+def _model_bill_line(wid: str) -> str:
+    from recon.model_bill import bill_line
+
+    return asyncio.run(bill_line(wid))
 
 
 @app.command()

@@ -66,6 +66,15 @@ class Settings:
     mail_retry_seconds: float = 5.0
     mail_poll_seconds: float = 30.0
     sender_lanes: int = 4
+    # the paid model (see recon/extraction/model_calls.py): limits, prices and per-invoice retries
+    model_timeout: float = 60.0
+    model_rpm: int = 0
+    model_tpm: int = 0
+    model_price_in: float = 0.0
+    model_price_out: float = 0.0
+    model_tries: int = 3
+    model_retry_wait: float = 1.0
+    model_max_failed_share: float = 0.10
 
 
 def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> int:
@@ -91,6 +100,20 @@ def _float(values: dict[str, str], key: str, default: float) -> float:
         raise ValueError(f"{key} must be a number, got {raw!r}") from None
     if number <= 0:
         raise ValueError(f"{key} must be above 0, got {number}")
+    return number
+
+
+def _amount(values: dict[str, str], key: str, default: float) -> float:
+    """A number that may be 0 (a price, a limit that is off)."""
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        number = float(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, got {raw!r}") from None
+    if number < 0:
+        raise ValueError(f"{key} must not be negative, got {number}")
     return number
 
 
@@ -135,4 +158,12 @@ def load_settings() -> Settings:
         mail_retry_seconds=_float(values, "RECON_MAIL_RETRY_SECONDS", 5.0),
         mail_poll_seconds=_float(values, "RECON_MAIL_POLL_SECONDS", 30.0),
         sender_lanes=_int(values, "RECON_SENDER_LANES", 4),
+        model_timeout=_float(values, "RECON_MODEL_TIMEOUT", 60.0),
+        model_rpm=_int(values, "RECON_MODEL_RPM", 0, minimum=0),
+        model_tpm=_int(values, "RECON_MODEL_TPM", 0, minimum=0),
+        model_price_in=_amount(values, "RECON_MODEL_PRICE_IN", 0.0),
+        model_price_out=_amount(values, "RECON_MODEL_PRICE_OUT", 0.0),
+        model_tries=_int(values, "RECON_MODEL_TRIES", 3),
+        model_retry_wait=_amount(values, "RECON_MODEL_RETRY_WAIT", 1.0),
+        model_max_failed_share=_amount(values, "RECON_MODEL_MAX_FAILED_SHARE", 0.10),
     )

@@ -9,6 +9,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.history import read_history
+from recon.model_bill import model_bill
 
 _COUNTS = """
 SELECT
@@ -18,7 +19,6 @@ SELECT
       AS reversals,
   (SELECT coalesce(sum(amount_paise), 0)::bigint FROM ledger_entries WHERE workflow_id = $1)
       AS ledger_net_paise,
-  (SELECT count(*) FROM model_calls WHERE workflow_id = $1) AS model_calls,
   (SELECT count(*) FROM invoice_reads WHERE workflow_id = $1) AS invoice_reads,
   (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
   (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS mismatches,
@@ -42,6 +42,10 @@ class UnknownRun(LookupError):
 
 async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:
     counts = dict(await pool.fetchrow(_COUNTS, workflow_id))
+    bill = await model_bill(pool, workflow_id)
+    # `model_calls` counts answered requests (its meaning before every request had a row)
+    counts.update(model_calls=bill.answered, model_requests=bill.requests,
+                  model_tokens=bill.tokens, model_cost_usd=bill.cost_usd)
     facts: dict = {"run": workflow_id}
     try:
         handle = client.get_workflow_handle(workflow_id)

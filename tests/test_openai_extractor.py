@@ -298,7 +298,7 @@ async def test_openai_path_end_to_end(fake: FakeOpenAI, extractor, layout: str) 
     assert seen.body["temperature"] == 0
     response_format = seen.body["response_format"]
     assert response_format["type"] == "json_schema"
-    assert response_format["json_schema"]["name"] == "ExtractedInvoice"
+    assert response_format["json_schema"]["name"] == "InvoiceAnswer"
     assert response_format["json_schema"]["strict"] is True
     schema = response_format["json_schema"]["schema"]
     assert set(schema["required"]) == {"invoice_no", "supplier_id", "po_number", "lines"}
@@ -432,3 +432,52 @@ async def test_wrong_api_key_is_not_temporary(fake: FakeOpenAI, extractor) -> No
 
     assert classify(info.value) == "unknown"  # a person must fix the key; retrying cannot
     assert len(fake.requests) == 1
+
+
+# Keywords OpenAI's strict structured outputs accept in every model (types, structure, anyOf,
+# $ref/$defs, descriptions). Length and value limits are checked on arrival by ExtractedInvoice.
+STRICT_SAFE = {"type", "properties", "required", "additionalProperties", "items", "anyOf",
+               "$ref", "$defs", "title", "description", "enum", "const"}
+
+
+def _walk(schema: object):
+    if isinstance(schema, dict):
+        yield schema
+        for key, value in schema.items():
+            if key in ("properties", "$defs") and isinstance(value, dict):
+                for sub in value.values():
+                    yield from _walk(sub)
+            elif key in ("items", "anyOf"):
+                for sub in value if isinstance(value, list) else [value]:
+                    yield from _walk(sub)
+
+
+async def test_schema_sent_is_strict_mode_safe(fake: FakeOpenAI, extractor) -> None:
+    await extractor.call(DOC.invoice_no, render(DOC, "table"))
+    response_format = fake.requests[0].body["response_format"]
+    assert response_format["json_schema"]["strict"] is True
+    for node in _walk(response_format["json_schema"]["schema"]):
+        assert set(node) <= STRICT_SAFE, set(node) - STRICT_SAFE
+        if node.get("type") == "object":
+            assert node["additionalProperties"] is False
+            assert set(node["required"]) == set(node["properties"])
+
+
+async def test_timeout_is_configurable_and_temporary(fake: FakeOpenAI) -> None:
+    settings = replace(load_settings(), openai_api_key=API_KEY, model=MODEL, model_timeout=0.3,
+                       openai_base_url=f"http://127.0.0.1:{fake.port}/v1")
+    slow = make_extractor(settings)
+    assert isinstance(slow, OpenAIExtractor)
+    original = fake.respond
+
+    def respond_slowly(seen: Seen):
+        time.sleep(1.0)
+        return original(seen)
+
+    fake.respond = respond_slowly  # type: ignore[method-assign]
+    started = time.monotonic()
+    with pytest.raises(openai.APITimeoutError) as info:
+        await slow.call(DOC.invoice_no, render(DOC, "table"))
+    assert time.monotonic() - started < 0.9
+    assert classify(info.value) == "temporary"
+    await slow.client.close()

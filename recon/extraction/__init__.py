@@ -21,11 +21,14 @@ from recon.extraction.schema import ExtractedInvoice, UnreadableInvoice
 class Answer:
     request: str
     response: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 class Extractor(Protocol):
     name: str
     model: str
+    paid: bool  # False: a local parser, free and instant (recorded in groups, see extract_lines)
 
     async def call(self, invoice_no: str, document: str) -> Answer:
         """Send one request; raise only for temporary failures (network, 429, 5xx)."""
@@ -33,7 +36,14 @@ class Extractor(Protocol):
 
 
 def read_answer(answer: Answer) -> ExtractedInvoice:
-    """The answer as our schema, or UnreadableInvoice (permanent for this invoice)."""
+    """The answer as our schema, or UnreadableInvoice (permanent for this invoice).
+
+    The good path validates the text in one pass (`model_validate_json`, no dict in between);
+    only a failing answer is read again as plain JSON, to tell "unreadable" and "not JSON" apart."""
+    try:
+        return ExtractedInvoice.model_validate_json(answer.response)
+    except ValidationError as exc:
+        failure = exc
     try:
         data = json.loads(answer.response)
     except json.JSONDecodeError as exc:
@@ -41,13 +51,15 @@ def read_answer(answer: Answer) -> ExtractedInvoice:
     if isinstance(data, dict) and "unreadable" in data:
         raise UnreadableInvoice(str(data["unreadable"]), str(data.get("evidence", ""))[:200])
     try:
-        return ExtractedInvoice.model_validate(data)
+        ExtractedInvoice.model_validate(data)  # the error as the dict sees it (stable locations)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise UnreadableInvoice(
             f"answer fails the schema at {where}: {first['msg']}", answer.response[:200]
         ) from exc
+    raise UnreadableInvoice(f"answer fails the schema: {failure.errors()[0]['msg']}",
+                            answer.response[:200])
 
 
 def make_extractor(settings: Settings) -> Extractor:

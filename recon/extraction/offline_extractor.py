@@ -1,4 +1,9 @@
-"""The offline extractor behind the Extractor interface (see `offline.py` for the parser)."""
+"""The offline extractor behind the Extractor interface (see `offline.py` for the parser).
+
+It is local, free and instant, so the step reads a whole group of documents and records the group
+in one go (`read` gives the parsed invoice directly: no JSON round trip); `call` keeps the common
+interface for anything that wants one answer at a time.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,25 @@ import json
 
 from recon.extraction import Answer
 from recon.extraction.offline import NAME, parse_document
+from recon.extraction.results import Result
 from recon.extraction.schema import UnreadableInvoice
 
 
 class OfflineExtractor:
     name = NAME
     model = "layout-parser-v1"
+    paid = False
 
-    async def call(self, invoice_no: str, document: str) -> Answer:
+    def read(self, invoice_no: str, supplier_id: str, document: str) -> Result:
+        """The same answer `call` gives, with the invoice already validated."""
+        request = json.dumps({"invoice_no": invoice_no})
         try:
-            response = parse_document(document).model_dump_json()
+            found = parse_document(document)
         except UnreadableInvoice as exc:
             response = json.dumps({"unreadable": exc.reason, "evidence": exc.evidence})
-        return Answer(request=json.dumps({"invoice_no": invoice_no}), response=response)
+            return Result(invoice_no, supplier_id, request, response, unreadable=exc)
+        return Result(invoice_no, supplier_id, request, found.model_dump_json(), found=found)
+
+    async def call(self, invoice_no: str, document: str) -> Answer:
+        result = self.read(invoice_no, "", document)
+        return Answer(request=result.request, response=result.response)

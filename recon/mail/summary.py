@@ -14,6 +14,7 @@ import asyncpg
 
 from recon.mail.documents import Document, claim_number, night_of, templates
 from recon.mail.report import STATE_SQL, Delivery, delivery
+from recon.model_bill import model_bill
 from recon.models import RunSummary
 from recon.run_facts import run_facts
 
@@ -22,8 +23,8 @@ SELECT l.supplier_id, s.name, count(*) AS entries, sum(l.amount_paise)::bigint A
        o.key AS note_key, o.state AS note_state
 FROM ledger_entries l
 JOIN suppliers s USING (supplier_id)
-LEFT JOIN (SELECT key, supplier_id, {STATE_SQL} AS state FROM outbox
-           WHERE workflow_id = $1 AND kind = 'debit-note') o USING (supplier_id)
+LEFT JOIN (SELECT key, supplier_id, {STATE_SQL} AS state FROM live_debit_notes
+           WHERE workflow_id = $1) o USING (supplier_id)
 WHERE l.workflow_id = $1 AND l.kind <> 'reversal'
   AND NOT EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference)
 GROUP BY l.supplier_id, s.name, o.key, o.state
@@ -53,6 +54,7 @@ class SummaryData:
     handovers: list[asyncpg.Record]
     notes: Delivery
     withdrawals: Delivery
+    model_bill: str = ""
 
 
 async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> SummaryData:
@@ -70,6 +72,7 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         handovers=list(await conn.fetch(_HANDOVERS, workflow_id)),
         notes=await delivery(conn, workflow_id, "debit-note"),
         withdrawals=await delivery(conn, workflow_id, "withdrawal"),
+        model_bill=(await model_bill(conn, workflow_id)).line(),
     )
 
 

@@ -1,0 +1,168 @@
+"""Step 2 with a paid model: every request on record before it leaves, failures kept per invoice.
+
+For each invoice, up to `RECON_MODEL_TRIES` tries:
+  1. wait for the process's pace (`RECON_MODEL_RPM` / `RECON_MODEL_TPM`);
+  2. write the request's `model_calls` row (outcome `sent`) and commit it, then send it;
+  3. an answer is recorded at once (`answered`, with token usage), with the extraction or, if it
+     cannot be read (refusal, not JSON, outside the schema, another invoice), the invoice parked;
+  4. a temporary failure (429, 5xx, timeout, connection) is recorded (`error`, status and message
+     kept) and this invoice alone is asked again after a growing wait, never sooner than the
+     server's Retry-After; its siblings go on meanwhile;
+  5. an invoice that fails every try is parked with its errors as evidence, unless more than
+     `RECON_MODEL_MAX_FAILED_SHARE` of the invoices failed: then the provider is down, nothing of
+     those is parked, and the step hands over with the exact errors.
+An error that is not temporary (wrong key, unknown model) stops the step at once; the requests
+then in flight are recorded `cancelled`. A worker that dies leaves `sent` rows; the next attempt
+marks them `lost` before it asks those invoices again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import asyncpg
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.step import report_progress
+from recon import failpoints
+from recon.config import Settings
+from recon.extraction import read_answer
+from recon.extraction.call_book import MARK_LOST, CallBook
+from recon.extraction.failures import Failure, describe
+from recon.extraction.openai_model import OpenAIExtractor
+from recon.extraction.pace import pace_for
+from recon.extraction.results import STEP, Result
+from recon.extraction.schema import UnreadableInvoice
+from recon.models import Count
+
+MODEL_FAILED = "model failed"  # how parked reasons of this kind begin (counted for the share)
+MIN_SHARE_BASE = 20  # a batch's share is judged on at least this many invoices
+
+
+@dataclass
+class _Tally:
+    extracted: int = 0
+    parked: int = 0
+    failed: list[tuple[asyncpg.Record, list[Failure]]] = field(default_factory=list)
+
+    def progress(self) -> None:
+        report_progress(self.extracted + self.parked + len(self.failed))
+
+
+def _wait_before_try(settings: Settings, tries_done: int, failure: Failure) -> float:
+    growing = settings.model_retry_wait * 2 ** (tries_done - 1)
+    return max(growing, failure.retry_after or 0.0)
+
+
+async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
+               gate: asyncio.Semaphore, settings: Settings, tally: _Tally) -> None:
+    prepared = extractor.prepare(row["invoice_no"], row["document"])
+    pace = pace_for(settings.model_rpm, settings.model_tpm)
+    errors: list[Failure] = []
+    for tries in range(1, settings.model_tries + 1):
+        async with gate:
+            failpoints.hit(STEP, row["seq"])
+            estimate = prepared.estimated_tokens()
+            await pace.wait(estimate)
+            call_id = await book.sent(row["invoice_no"], prepared.request)
+            try:
+                answer = await extractor.send(prepared)
+            except asyncio.CancelledError:
+                book.cancelled(call_id)
+                raise
+            except Exception as exc:
+                failure = describe(exc)
+                await book.failed(call_id, failure.status, failure.text())
+                if failure.kind != "temporary":
+                    raise
+                errors.append(failure)
+            else:
+                used = (answer.prompt_tokens or 0) + (answer.completion_tokens or 0)
+                pace.used(estimate, used if answer.prompt_tokens is not None else None)
+                result = Result(row["invoice_no"], row["supplier_id"], answer.request,
+                                answer.response, call_id=call_id,
+                                prompt_tokens=answer.prompt_tokens,
+                                completion_tokens=answer.completion_tokens)
+                try:
+                    result.found = read_answer(answer)
+                except UnreadableInvoice as exc:
+                    result.unreadable = exc
+                result.check_against_source(row["document"])
+                await book.answered(result)
+                if result.found is not None:
+                    tally.extracted += 1
+                else:
+                    tally.parked += 1
+                tally.progress()
+                return
+        if tries < settings.model_tries:
+            await asyncio.sleep(_wait_before_try(settings, tries, errors[-1]))
+    tally.failed.append((row, errors))
+    tally.progress()
+
+
+def _evidence(errors: list[Failure]) -> str:
+    return "\n".join(f"try {n}: {f.text()}" for n, f in enumerate(errors, 1))
+
+
+async def _provider_is_down(pool: asyncpg.Pool, workflow_id: str, batch_failed: int,
+                            batch_size: int, share: float) -> bool:
+    """More than `share` of the invoices failed: of this batch, or of the night so far."""
+    if batch_failed > share * max(batch_size, MIN_SHARE_BASE):
+        return True
+    row = await pool.fetchrow(
+        "SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,"
+        " (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = $2"
+        "   AND reason LIKE $3 || '%') AS failed",
+        workflow_id, STEP, MODEL_FAILED,
+    )
+    return row["failed"] + batch_failed > share * row["invoices"]
+
+
+async def extract_paid(pool: asyncpg.Pool, settings: Settings, extractor: OpenAIExtractor,
+                       workflow_id: str, pending: list[asyncpg.Record]) -> Count:
+    info = activity.info()
+    await pool.execute(MARK_LOST, workflow_id, [r["invoice_no"] for r in pending])
+    assert settings.database_url is not None
+    book = await CallBook.open(
+        settings.database_url, workflow_id, extractor.name, extractor.model,
+        settings.model_price_in, settings.model_price_out,
+        f"{info.workflow_run_id}/{info.activity_id}#{info.attempt}",
+    )
+    gate = asyncio.Semaphore(settings.extract_concurrency)
+    tally = _Tally()
+    try:
+        try:
+            async with asyncio.TaskGroup() as group:
+                for row in pending:
+                    group.create_task(_ask(row, extractor, book, gate, settings, tally))
+        except ExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+        if tally.failed:
+            await _settle_failures(pool, book, settings, workflow_id, len(pending), tally)
+    finally:
+        await book.close()
+    return Count(count=tally.extracted, parked=tally.parked)
+
+
+async def _settle_failures(pool: asyncpg.Pool, book: CallBook, settings: Settings,
+                           workflow_id: str, asked: int, tally: _Tally) -> None:
+    share = settings.model_max_failed_share
+    if await _provider_is_down(pool, workflow_id, len(tally.failed), asked, share):
+        shown = "; ".join(f"{row['invoice_no']}: {errors[-1].text()}"
+                          for row, errors in tally.failed[:5])
+        more = f" (and {len(tally.failed) - 5} more)" if len(tally.failed) > 5 else ""
+        raise ApplicationError(
+            f"the model failed {len(tally.failed)} of {asked} invoices after "
+            f"{settings.model_tries} tries each (more than {share:.0%}): {shown}{more}",
+            {"failed": [{"invoice_no": row["invoice_no"], "errors": [f.text() for f in errors]}
+                        for row, errors in tally.failed[:50]]},
+            type="ModelUnavailable", non_retryable=True,
+        )
+    for row, errors in tally.failed:
+        await book.park(row["invoice_no"],
+                        f"{MODEL_FAILED} {len(errors)} times: {errors[-1].text()}",
+                        _evidence(errors))
+        tally.parked += 1

@@ -1,0 +1,81 @@
+"""The night's model bill, from `model_calls`: every request sent, how each ended, the tokens the
+answers reported and what they cost at the prices recorded on each row (USD per million tokens,
+`RECON_MODEL_PRICE_IN` / `RECON_MODEL_PRICE_OUT` when the request was sent).
+
+`answered` is what `model_calls` meant before every request had a row (one answered request per
+invoice read by the model), so "model calls: 312" keeps its meaning; `requests` counts them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+_BILL = """
+SELECT
+  count(*) FILTER (WHERE outcome = 'answered') AS answered,
+  count(*) AS requests,
+  count(*) FILTER (WHERE outcome = 'error') AS errors,
+  count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
+  count(*) FILTER (WHERE outcome = 'lost') AS lost,
+  count(*) FILTER (WHERE outcome = 'sent') AS in_flight,
+  coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
+  coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
+  coalesce(sum(coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)
+             + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1000000, 0)
+      AS cost_usd
+FROM model_calls WHERE workflow_id = $1
+"""
+
+
+@dataclass(frozen=True)
+class ModelBill:
+    answered: int
+    requests: int
+    errors: int
+    cancelled: int
+    lost: int
+    in_flight: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def line(self) -> str:
+        """One line for people: the summary mail and `recon status`."""
+        others = [f"{n} {label}" for n, label in ((self.errors, "failed"),
+                  (self.cancelled, "cancelled"), (self.lost, "lost"), (self.in_flight, "in flight"))
+                  if n]
+        extra = f" ({', '.join(others)})" if others else ""
+        return (f"Model bill: US${self.cost_usd:,.4f} for {self.requests:,} requests{extra}, "
+                f"{self.answered:,} answered, {self.tokens:,} tokens "
+                f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out)")
+
+
+async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) -> ModelBill:
+    row = await conn.fetchrow(_BILL, workflow_id)
+    return ModelBill(
+        answered=row["answered"], requests=row["requests"], errors=row["errors"],
+        cancelled=row["cancelled"], lost=row["lost"], in_flight=row["in_flight"],
+        prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
+        cost_usd=round(float(row["cost_usd"]), 6),
+    )
+
+
+async def bill_line(workflow_id: str) -> str:
+    """For `recon status`: the bill so far, or why it cannot be read (status still answers)."""
+    from recon.config import load_settings
+    from recon.db import DatabaseUnavailable, connect_pool
+
+    try:
+        pool = await connect_pool(load_settings().database_url, max_size=1)
+    except DatabaseUnavailable as exc:
+        return f"Model bill: unknown ({exc})"
+    try:
+        return (await model_bill(pool, workflow_id)).line()
+    finally:
+        await pool.close()
