@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncpg
 from temporalio import activity
 
-from activities import resources
+from activities import fences, resources
 from activities.extract_paid import extract_paid
 from activities.step import business_step, report_progress
 from recon import failpoints
 from recon.extraction.offline_extractor import OfflineExtractor
 from recon.extraction.openai_model import OpenAIExtractor
 from recon.extraction.results import STEP, write_results
+from recon.fencing import Fence, scope_for
 from recon.models import Count, ExtractBatch
 
 OFFLINE_GROUP = 250  # invoices per transaction for the offline parser
@@ -37,7 +38,7 @@ ORDER BY r.seq
 
 
 async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor,
-                           workflow_id: str, pending: list[asyncpg.Record]) -> Count:
+                           workflow_id: str, pending: list[asyncpg.Record], fence: Fence) -> Count:
     """Parse a group, record it in one transaction (a crash loses that group's work and nothing
     else: it is parsed again, for free), report progress, next group."""
     done = Count(count=0, parked=0)
@@ -52,6 +53,7 @@ async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor
             # A worker crash cannot lose a commit; only a Postgres crash can lose the last
             # fraction of a second, which the next attempt parses again.
             await conn.execute("SET LOCAL synchronous_commit = off")
+            await fence.check(conn)  # a stale attempt records nothing
             await write_results(conn, workflow_id, extractor.name, extractor.model, results)
         parked = sum(1 for r in results if r.found is None)
         done.count += len(results) - parked
@@ -65,14 +67,19 @@ async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor
 async def extract_lines(batch: ExtractBatch) -> Count:
     pool = resources.pool()
     extractor = resources.extractor()
+    # Fenced like posting: an attempt Temporal has given up on (a worker frozen and woken, say)
+    # learns it before it records anything or sends a request it would pay for.
+    fence = await fences.take(
+        scope_for(batch.workflow_id, f"extract:{batch.first_seq}-{batch.last_seq}"))
     # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
     async with pool.acquire() as conn:
         pending = await conn.fetch(
             _NOT_YET_EXTRACTED, batch.workflow_id, batch.first_seq, batch.last_seq
         )
         if isinstance(extractor, OfflineExtractor):
-            return await _extract_offline(conn, extractor, batch.workflow_id, pending)
+            return await _extract_offline(conn, extractor, batch.workflow_id, pending, fence)
     if not pending:
         return Count(count=0, parked=0)
     assert isinstance(extractor, OpenAIExtractor)
-    return await extract_paid(pool, resources.settings(), extractor, batch.workflow_id, pending)
+    return await extract_paid(pool, resources.settings(), extractor, batch.workflow_id, pending,
+                              fence)

@@ -19,6 +19,7 @@ marks them `lost` before it asks those invoices again.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -35,6 +36,7 @@ from recon.extraction.openai_model import OpenAIExtractor
 from recon.extraction.pace import pace_for
 from recon.extraction.results import STEP, Result
 from recon.extraction.schema import UnreadableInvoice
+from recon.fencing import Fence, ensure_still_held
 from recon.models import Count
 
 MODEL_FAILED = "model failed"  # how parked reasons of this kind begin (counted for the share)
@@ -57,7 +59,8 @@ def _wait_before_try(settings: Settings, tries_done: int, failure: Failure) -> f
 
 
 async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
-               gate: asyncio.Semaphore, settings: Settings, tally: _Tally) -> None:
+               gate: asyncio.Semaphore, settings: Settings, tally: _Tally,
+               still_ours: Callable[[], Awaitable[None]]) -> None:
     prepared = extractor.prepare(row["invoice_no"], row["document"])
     pace = pace_for(settings.model_rpm, settings.model_tpm)
     errors: list[Failure] = []
@@ -66,6 +69,7 @@ async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
             failpoints.hit(STEP, row["seq"])
             estimate = prepared.estimated_tokens()
             await pace.wait(estimate)
+            await still_ours()  # a stale attempt sends no request (raises StaleAttempt)
             call_id = await book.sent(row["invoice_no"], prepared.request)
             try:
                 answer = await extractor.send(prepared)
@@ -122,7 +126,8 @@ async def _provider_is_down(pool: asyncpg.Pool, workflow_id: str, batch_failed: 
 
 
 async def extract_paid(pool: asyncpg.Pool, settings: Settings, extractor: OpenAIExtractor,
-                       workflow_id: str, pending: list[asyncpg.Record]) -> Count:
+                       workflow_id: str, pending: list[asyncpg.Record],
+                       fence: Fence | None = None) -> Count:
     info = activity.info()
     await pool.execute(MARK_LOST, workflow_id, [r["invoice_no"] for r in pending])
     assert settings.database_url is not None
@@ -133,11 +138,17 @@ async def extract_paid(pool: asyncpg.Pool, settings: Settings, extractor: OpenAI
     )
     gate = asyncio.Semaphore(settings.extract_concurrency)
     tally = _Tally()
+
+    async def still_ours() -> None:
+        if fence is not None:
+            await ensure_still_held(pool, fence)
+
     try:
         try:
             async with asyncio.TaskGroup() as group:
                 for row in pending:
-                    group.create_task(_ask(row, extractor, book, gate, settings, tally))
+                    group.create_task(_ask(row, extractor, book, gate, settings, tally,
+                                           still_ours))
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None
         if tally.failed:
