@@ -10,10 +10,16 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.errors import KeyPayloadConflict, StaleAttempt
+from recon.errors import StaleAttempt, VerificationFailed
 from recon.fencing import scope_for, take_fence
 from recon.seed import seed_night
-from recon.stock import StockMovement, move_reconciled_range, move_stock, movement_key
+from recon.stock import (
+    StockMovement,
+    move_reconciled_range,
+    move_stock,
+    movement_key,
+    verify_movements,
+)
 from tests.helpers import inprocess_worker, settings_for, start
 
 _ROWS = """
@@ -97,11 +103,14 @@ async def test_a_range_is_booked_once_fenced_and_checked(pool: asyncpg.Pool) -> 
             "SELECT count(*) FROM stock_movements WHERE workflow_id = $1", wf) == 9
         await pool.execute("UPDATE stock_movements SET qty = 99 WHERE key = $1",
                            f"{wf}:stock:INV-2:1")
-        with pytest.raises(KeyPayloadConflict, match="INV-2:1 already moved 99"):
-            await move_reconciled_range(conn, wf, warehouse, 0, 10, newer)
+        # A live movement is never written again (whatever it holds): the range books only the
+        # missing line, and the closing check is what catches the changed quantity.
+        refilled = await move_reconciled_range(conn, wf, warehouse, 0, 10, newer)
+        assert (refilled.wanted, refilled.inserted) == (1, 1)
+        with pytest.raises(VerificationFailed, match="1 with a different quantity"):
+            await verify_movements(conn, wf)
     assert await pool.fetchval(
-        "SELECT count(*) FROM stock_movements WHERE workflow_id = $1", wf) == 9, \
-        "the conflicting range was rolled back whole"
+        "SELECT count(*) FROM stock_movements WHERE workflow_id = $1", wf) == 10
 
 
 async def test_worker_killed_inside_step_8_books_every_line_once(
