@@ -265,9 +265,10 @@ def run(
         from recon.temporal_client import has_workers
 
         if not await has_workers(client, settings.temporal_namespace, settings.task_queue):
-            err.print(f"warning: no worker is polling task queue {settings.task_queue!r} yet; "
-                      "the run waits until one starts (`recon worker` or `recon dev`)",
-                      markup=False, highlight=False)
+            err.print(_one_line(
+                f"warning: no worker is polling task queue {settings.task_queue!r} yet; "
+                "the run waits until one starts (`recon worker` or `recon dev`)"),
+                markup=False, highlight=False)
         if wait:
             return await _wait_for(handle)
         return None
