@@ -79,9 +79,9 @@ def test_everything_else_hands_the_run_to_a_person(exc: BaseException) -> None:
     assert outage_in_words(exc) == "temporary errors"
 
 
-@pytest.mark.parametrize("exc", [TimeoutError("read timed out"), asyncio.TimeoutError()])
-def test_a_timeout_is_temporary(exc: BaseException) -> None:
-    assert classify(exc) == "temporary"
+def test_a_timeout_is_temporary() -> None:
+    assert asyncio.TimeoutError is TimeoutError  # one class since Python 3.11
+    assert classify(TimeoutError("read timed out")) == "temporary"
 
 
 @pytest.mark.xfail(strict=True, reason=(

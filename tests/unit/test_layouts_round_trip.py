@@ -28,7 +28,7 @@ DOC = Document(
 
 
 def _lines(doc: Document) -> list[tuple]:
-    return [(n, l.sku, l.description, l.qty, l.unit_price_paise) for n, l in enumerate(doc.lines, 1)]
+    return [(n, x.sku, x.description, x.qty, x.unit_price_paise) for n, x in enumerate(doc.lines, 1)]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
