@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from recon.config import load_settings
 from recon.temporal_client import connect
+from tests.workflows.standins import standin_worker
 from workflows.nightly import RECON_STATUS, RECON_STEP
 
 FAST_SERVER = [
@@ -48,6 +49,8 @@ async def temporal_only() -> AsyncIterator[Client]:
     )
     try:
         address = env.client.service_client.config.target_host
-        yield await connect(replace(load_settings(), temporal_address=address))
+        client = await connect(replace(load_settings(), temporal_address=address))
+        async with standin_worker(client):
+            yield client
     finally:
         await env.shutdown()

@@ -48,7 +48,9 @@ def period_locked() -> ApplicationError:
                             type="PeriodLocked", non_retryable=True)
 
 
-class StandIns:
+class NightState:
+    """What one test's night saw: every call in order with its input, and what to fail."""
+
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.inputs: dict[str, list[Any]] = defaultdict(list)
@@ -59,11 +61,28 @@ class StandIns:
         """The next calls of `name` raise these, one per call."""
         self.failures[name].extend(errors)
 
+
+class StandIns:
+    """One set of stand-ins for the session's worker; each call is booked to the night it
+    belongs to (an undo child `undo-X` belongs to night X), so tests share one worker."""
+
+    def __init__(self) -> None:
+        self.nights: dict[str, NightState] = {}
+
+    def _night(self) -> NightState:
+        wf = activity.info().workflow_id or ""
+        return self.nights[wf.removeprefix("undo-")]
+
+    @property
+    def verdicts(self) -> list[GateVerdict]:
+        return self._night().verdicts
+
     def _called(self, name: str, arg: Any) -> None:
-        self.calls.append(name)
-        self.inputs[name].append(arg)
-        if self.failures[name]:
-            raise self.failures[name].pop(0)
+        night = self._night()
+        night.calls.append(name)
+        night.inputs[name].append(arg)
+        if night.failures[name]:
+            raise night.failures[name].pop(0)
 
     # ---------------------------------------------------------------- steps 1-6
     @activity.defn(name="fetch_invoices")
@@ -181,32 +200,43 @@ class StandIns:
         ]
 
 
-class Night:
-    """One test's night: a task queue of its own, an in-process worker, the stand-ins."""
+TASK_QUEUE = f"workflow-tests-{uuid.uuid4().hex[:8]}"
+STANDINS = StandIns()
 
-    def __init__(self, client: Client, standins: StandIns, task_queue: str) -> None:
-        self.client, self.standins, self.task_queue = client, standins, task_queue
+
+@asynccontextmanager
+async def standin_worker(client: Client) -> AsyncIterator[None]:
+    """One in-process worker for all the workflow tests: the real workflows, stand-in activities.
+    (A worker per test cost up to a second each on shutdown, waiting out its long polls.)"""
+    async with Worker(
+        client, task_queue=TASK_QUEUE,
+        workflows=[NightlyReconciliation, UndoReconciliation],
+        activities=STANDINS.activities(),
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        graceful_shutdown_timeout=timedelta(seconds=1),
+    ):
+        yield
+
+
+class Night:
+    """One test's night: its own warehouse (so its own workflow id) and what its activities saw."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.standins = NightState()
 
     async def start(self, warehouse: str = "", **changes: Any) -> WorkflowHandle:
         warehouse = warehouse or f"w{uuid.uuid4().hex[:8]}"
         req = RunRequest(business_date="2026-10-13", warehouse=warehouse, heartbeat_seconds=2.0,
                          **changes)
         wf = f"redo-{req.redo_of}-g2" if req.redo_of else f"recon-2026-10-13-{warehouse}"
+        STANDINS.nights[wf] = self.standins
         return await self.client.start_workflow(
-            NightlyReconciliation.run, req, id=wf, task_queue=self.task_queue,
+            NightlyReconciliation.run, req, id=wf, task_queue=TASK_QUEUE,
             execution_timeout=timedelta(minutes=2),
         )
 
 
 @asynccontextmanager
 async def night_with_standins(client: Client) -> AsyncIterator[Night]:
-    standins = StandIns()
-    task_queue = f"wf-{uuid.uuid4().hex[:10]}"
-    async with Worker(
-        client, task_queue=task_queue,
-        workflows=[NightlyReconciliation, UndoReconciliation],
-        activities=standins.activities(),
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
-        graceful_shutdown_timeout=timedelta(seconds=1),
-    ):
-        yield Night(client, standins, task_queue)
+    yield Night(client)
