@@ -251,3 +251,33 @@ async def test_a_redo_skips_the_reads_and_writes_under_the_nights_keys(temporal_
     for name in NOTES:
         assert standins.inputs[name][0].workflow_id == night_id
     assert standins.inputs["check_evidence"][0].supplier_id == "S001"
+
+
+async def test_going_on_without_named_invoices_parks_them_first(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.fail("post_adjustments", period_locked())
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide(
+            "resume", park=["INV-7", "INV-9"], note="supplier disputes these"))
+        assert (await handle.result()).status == "Completed"
+        calls = night.standins.calls
+    assert calls[6:10] == ["post_adjustments", "record_handover", "park_invoices", "record_decision"]
+    assert calls[10] == "post_adjustments", "parking is explicit, and the step still runs again"
+    parked = night.standins.inputs["park_invoices"][0]
+    assert (parked.workflow_id, parked.handover_no, parked.invoices, parked.by, parked.reason) == \
+        (handle.id, 1, ["INV-7", "INV-9"], "asha", "supplier disputes these")
+
+
+async def test_undo_at_the_gate_sends_no_note(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.verdicts = [GateVerdict(reasons=["too many parked"])]
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide("undo"))
+        assert (await handle.result()).status == "Undone"
+        calls = night.standins.calls
+    assert calls[calls.index("record_decision") + 1:] == [
+        "open_next_generation", "withdraw_debit_notes", "reverse_stock_movements",
+        "reverse_ledger_entries"]
+    assert not set(NOTES) & set(calls)
