@@ -5,6 +5,7 @@ so tests never see each other's runs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import shutil
@@ -59,6 +60,12 @@ def stack() -> Iterator[Stack]:
     try:
         yield Stack(url, temporal.address, state, postgres)
     finally:
+        # Reap our own child first: TemporalDevServer.stop() polls the pid with kill(pid, 0),
+        # which an unreaped (zombie) child passes, so it waited its full 10 s every session.
+        if temporal.process is not None and temporal.process.poll() is None:
+            temporal.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                temporal.process.wait(10)
         temporal.stop()
         postgres.stop()
         shutil.rmtree(state, ignore_errors=True)

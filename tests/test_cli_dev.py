@@ -18,6 +18,9 @@ from recon.config import read_env_file
 from recon.embedded import free_port, port_open
 from tests.helpers import ROOT
 
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
+
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()

@@ -18,6 +18,9 @@ from recon.seed import seed_night
 from tests.helpers import ledger_rows, settings_for, start, wait_for
 from tests.tcp_proxy import TcpProxy
 
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
+
 
 def _count(pool: asyncpg.Pool, table: str, wf: str):
     return pool.fetchval(f"SELECT count(*) FROM {table} WHERE workflow_id = $1", wf)

@@ -9,12 +9,16 @@ import json
 import time
 
 import asyncpg
+import pytest
 from temporalio.client import Client
 
 from recon.models import Decision
 from recon.seed import seed_night
 from recon.waiting import AWAITING_DECISION_EXIT
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
+
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
 
 
 async def _awaiting(client: Client, wf: str, number: int) -> bool:

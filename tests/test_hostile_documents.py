@@ -7,11 +7,15 @@ import asyncio
 from datetime import date
 
 import asyncpg
+import pytest
 from temporalio.client import Client
 
 from recon.layouts import Document, DocumentLine, render
 from recon.seed import seed_night
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
+
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
 
 
 def _doc(invoice_no: str, lines: list[DocumentLine], supplier: str = "S001",

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncpg
+import pytest
 from temporalio.client import Client
 
 from recon.mail.documents import claim_number
 from recon.seed import seed_night
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
+
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
 
 
 async def test_a_seeded_night_posts_exactly_the_flagged_adjustments(

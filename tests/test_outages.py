@@ -20,6 +20,9 @@ from recon.seed import seed_night
 from recon.temporal_client import connect
 from tests.helpers import ROOT, ledger_rows, settings_for, start, wait_for
 
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
+
 OUTAGE = float(__import__("os").environ.get("RECON_TEST_OUTAGE", "60"))
 
 

@@ -38,6 +38,7 @@ def test_there_is_a_recorded_history() -> None:
     assert list(HISTORIES.glob("*.json")), "tests/histories/ must hold at least one history"
 
 
+@pytest.mark.slow  # a whole night on an in-process worker
 async def test_a_fresh_run_replays(pool: asyncpg.Pool, client: Client, night) -> None:
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)

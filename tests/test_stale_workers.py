@@ -17,6 +17,9 @@ from temporalio.client import Client
 from recon.seed import seed_night
 from tests.helpers import ledger_rows, settings_for, start, wait_for
 
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
+
 HEARTBEAT = 3.0
 
 

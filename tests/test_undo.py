@@ -7,6 +7,7 @@ import asyncio
 from collections import Counter
 
 import asyncpg
+import pytest
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 
@@ -14,6 +15,9 @@ from recon.models import UndoRequest, undo_workflow_id
 from recon.seed import seed_night
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 from workflows.undo import UndoReconciliation
+
+# Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
 
 
 async def _finished_night(pool, client, night, invoices=120, mismatches=24):

@@ -1,0 +1,283 @@
+"""NightlyReconciliation and UndoReconciliation on a real dev server, with stand-in activities:
+the step order, retries, handovers and every decision (docs/design.md §3, README "When a person
+decides"), the gate before debit notes, and a redo."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from recon.models import STEPS, Decision, GateVerdict, HandoverNote, UndoResult
+from tests.workflows.standins import MISMATCHES, StandIns, night_with_standins, period_locked
+from workflows.nightly import RECON_STATUS, NightlyReconciliation
+from workflows.undo import UndoReconciliation
+
+READS = STEPS[:6]
+NOTES = ["send_debit_notes", "send_summary"]
+
+
+async def _eventually(probe, what: str, timeout: float = 15.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def _handover(handle: WorkflowHandle) -> HandoverNote:
+    return await _eventually(lambda: handle.query(NightlyReconciliation.pending_handover),
+                             "a handover")
+
+
+async def _status(handle: WorkflowHandle) -> str:
+    return (await handle.query(NightlyReconciliation.progress)).status
+
+
+async def _search_status(handle: WorkflowHandle) -> str | None:
+    return (await handle.describe()).typed_search_attributes.get(RECON_STATUS)
+
+
+def _decide(decision: str, handover_no: int = 1, **more) -> Decision:
+    return Decision(decision=decision, by="asha", handover_no=handover_no, **more)
+
+
+async def test_a_clean_night_runs_the_ten_steps_in_order(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        handle = await night.start()
+        summary = await handle.result()
+        progress = await handle.query(NightlyReconciliation.progress)  # a worker answers queries
+        calls = night.standins.calls
+    assert summary.status == "Completed"
+    assert [c for c in calls if c != "check_evidence"] == STEPS
+    assert calls.index("check_evidence") == calls.index("send_debit_notes") - 1, \
+        "the gate looks at the evidence right before the notes"
+    assert progress.steps_done == STEPS
+    assert (progress.status, progress.current_step, progress.handovers) == ("Completed", None, 0)
+    assert (progress.invoices, progress.mismatches, progress.ledger_posted) == (3, MISMATCHES, MISMATCHES)
+    assert await _search_status(handle) == "Completed"
+    keys = {i.workflow_id for name in STEPS for i in night.standins.inputs[name] if hasattr(i, "workflow_id")}
+    assert keys == {handle.id}, "every step works under the night's own workflow id"
+
+
+async def test_a_temporary_error_is_retried_without_a_person(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.fail("update_stock", ApplicationError(
+            "database unreachable", type="ConnectionResetError", non_retryable=False,
+            next_retry_delay=timedelta(milliseconds=50)))
+        handle = await night.start()
+        summary = await asyncio.wait_for(handle.result(), 20)
+        calls = night.standins.calls
+    assert summary.status == "Completed"
+    assert calls.count("update_stock") == 2
+    assert "record_handover" not in calls
+
+
+@pytest.mark.parametrize("decision", ["resume", "retry"])
+async def test_resume_and_retry_both_run_the_failed_step_again(temporal_only: Client, decision: str) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.fail("post_adjustments", period_locked())
+        handle = await night.start()
+        note = await _handover(handle)
+        assert (note.handover_no, note.step) == (1, "post_adjustments")
+        assert (note.error_type, note.error_message, note.attempts) == ("PeriodLocked", "period locked", 1)
+        assert await _status(handle) == "AwaitingDecision"
+        assert await _search_status(handle) == "AwaitingDecision"
+        assert night.standins.calls[-1] == "record_handover", "nothing moves while it waits"
+        assert (await (await handle.describe()).memo())["handover"] == note.note
+
+        answer = await handle.execute_update(NightlyReconciliation.decide, _decide(decision))
+        assert answer == f"{decision} accepted for handover #1"
+        summary = await handle.result()
+        decided = await handle.query(NightlyReconciliation.decisions)
+        calls = night.standins.calls
+    assert summary.status == "Completed"
+    assert calls == READS + [
+        "post_adjustments", "record_handover", "record_decision",
+        "post_adjustments", "update_stock", "check_evidence", *NOTES,
+    ], "the failed step runs again: a decision never skips a business write"
+    recorded = night.standins.inputs["record_decision"][0]
+    assert (recorded.decision, recorded.by, recorded.handover_no) == (decision, "asha", 1)
+    assert [d.decision for d in decided] == [decision]
+    memo = await (await handle.describe()).memo()
+    assert memo.get("handover") is None, "no handover is shown as pending once decided"
+    assert memo["decisions"][0]["decision"] == decision
+
+
+async def test_a_step_that_fails_again_hands_over_again(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.fail("update_stock", period_locked(), period_locked())
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide("retry"))
+        second = await _eventually(
+            lambda: _handover_numbered(handle, 2), "the second handover")
+        assert second.step == "update_stock"
+        await handle.execute_update(NightlyReconciliation.decide, _decide("resume", 2))
+        assert (await handle.result()).status == "Completed"
+        assert night.standins.calls.count("update_stock") == 3
+        assert night.standins.calls.count("post_adjustments") == 1
+
+
+async def _handover_numbered(handle: WorkflowHandle, number: int) -> HandoverNote | None:
+    note = await handle.query(NightlyReconciliation.pending_handover)
+    return note if note and note.handover_no == number else None
+
+
+async def test_undo_runs_the_compensations_newest_first(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.fail("update_stock", period_locked())
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide("undo", note="wrong prices"))
+        summary = await handle.result()
+        undone: UndoResult = await temporal_only.get_workflow_handle_for(
+            UndoReconciliation.run, f"undo-{handle.id}").result()
+        calls = night.standins.calls
+    assert summary.status == "Undone"
+    assert (summary.ledger_posted, summary.adjustment_total_paise, summary.debit_notes) == (0, 0, 0)
+    after = calls[calls.index("record_decision") + 1:]
+    assert after == ["open_next_generation", "withdraw_debit_notes", "reverse_stock_movements",
+                     "reverse_ledger_entries"]
+    assert not set(NOTES) & set(calls), "an undone night sends no notes"
+    requests = [night.standins.inputs[n][0] for n in after[1:]]
+    assert {(r.run_workflow_id, r.supplier_id, r.by, r.reason) for r in requests} == \
+        {(handle.id, None, "asha", "wrong prices")}
+    assert night.standins.inputs["open_next_generation"][0].run_workflow_id == handle.id
+    assert (undone.withdrawals, undone.stock_reversals, undone.ledger_reversals,
+            undone.reversed_paise) == (1, MISMATCHES, MISMATCHES, 12_500)
+    assert await _search_status(handle) == "Undone"
+
+
+async def test_a_decision_for_another_handover_is_refused(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.fail("post_adjustments", period_locked())
+        handle = await night.start()
+        await _handover(handle)
+        for bad, reason in [
+            (_decide("resume", handover_no=2), "handover #2 is not the pending one: #1 is"),
+            (_decide("resume", handover_no=0), "say which handover you answer: --handover 1"),
+            (_decide("skip"), "unknown decision 'skip'"),
+            (Decision(decision="resume", by=" ", handover_no=1), "say who decides"),
+            (_decide("undo", park=["INV-1"], note="x"), "--park goes with resume or retry"),
+            (_decide("resume", park=["INV-1"]), "say why these invoices are parked"),
+        ]:
+            with pytest.raises(WorkflowUpdateFailedError) as refused:
+                await handle.execute_update(NightlyReconciliation.decide, bad)
+            assert reason in str(refused.value.cause), refused.value.cause
+        assert await handle.query(NightlyReconciliation.decisions) == []
+        assert await _status(handle) == "AwaitingDecision", "a refused decision changes nothing"
+
+        await handle.signal(NightlyReconciliation.decide_signal,
+                            Decision(decision="resume", by="ravi", handover_no=7))
+        ignored = await _eventually(lambda: handle.query(NightlyReconciliation.ignored_decisions),
+                                    "the ignored signal")
+        assert (ignored[0].by, ignored[0].handover_no) == ("ravi", 7)
+        assert "handover #7 is not the pending one" in ignored[0].reason
+        memo = await _eventually(lambda: _memo_with(handle, "ignored_decisions"), "the memo")
+        assert memo["ignored_decisions"][0]["reason"] == ignored[0].reason
+        assert await _status(handle) == "AwaitingDecision", "an invalid signal decides nothing"
+
+        await handle.signal(NightlyReconciliation.decide_signal, _decide("retry"))
+        assert (await handle.result()).status == "Completed"
+        assert night.standins.calls.count("post_adjustments") == 2
+
+
+async def _memo_with(handle: WorkflowHandle, key: str) -> dict | None:
+    memo = await (await handle.describe()).memo()
+    return memo if memo.get(key) else None
+
+
+async def test_the_gate_holds_the_notes_until_a_person_resumes(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.verdicts = [GateVerdict(reasons=["adjustments are 9% of the night, above 5%"])]
+        handle = await night.start()
+        note = await _handover(handle)
+        assert (note.step, note.error_type) == ("gate_before_debit_notes", "UnclearEvidence")
+        assert note.error_message == "adjustments are 9% of the night, above 5%"
+        assert "send_debit_notes" not in night.standins.calls
+        await handle.execute_update(NightlyReconciliation.decide, _decide("resume"))
+        assert (await handle.result()).status == "Completed"
+        calls = night.standins.calls
+    assert calls[6:] == ["post_adjustments", "update_stock", "check_evidence", "record_handover",
+                         "record_decision", *NOTES], "resume at the gate sends the notes"
+
+
+async def test_retry_at_the_gate_looks_at_the_evidence_again(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.verdicts = [GateVerdict(reasons=["too many parked"]), GateVerdict()]
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide("retry"))
+        assert (await handle.result()).status == "Completed"
+        calls = night.standins.calls
+    assert calls[8:] == ["check_evidence", "record_handover", "record_decision", "check_evidence",
+                         *NOTES]
+
+
+async def test_an_unverified_ledger_is_posted_again_before_any_note(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.verdicts = [GateVerdict(reasons=["ledger holds 1 of 2"], unverified=True)]
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide("resume"))
+        assert (await handle.result()).status == "Completed"
+        calls = night.standins.calls
+    assert calls[6:] == [
+        "post_adjustments", "update_stock", "check_evidence", "record_handover", "record_decision",
+        "post_adjustments", "update_stock", "check_evidence", *NOTES,
+    ], "notes never go out on an unverified ledger, whatever the decision"
+
+
+async def test_a_redo_skips_the_reads_and_writes_under_the_nights_keys(temporal_only: Client) -> None:
+    night_id = "recon-2026-10-13-redo1"
+    async with night_with_standins(temporal_only) as night:
+        handle = await night.start(warehouse="redo1", redo_of=night_id, redo_supplier="S001",
+                                   redo_reason="prices fixed", redo_by="asha")
+        summary = await handle.result()
+        standins: StandIns = night.standins
+    assert handle.id == f"redo-{night_id}-g2"
+    assert summary.status == "Completed"
+    assert [c for c in standins.calls if c != "check_evidence"] == STEPS[6:], "steps 1-6 are skipped"
+    for name in ("post_adjustments", "update_stock"):
+        job = standins.inputs[name][0]
+        assert (job.workflow_id, job.supplier_id) == (night_id, "S001")
+    for name in NOTES:
+        assert standins.inputs[name][0].workflow_id == night_id
+    assert standins.inputs["check_evidence"][0].supplier_id == "S001"
+
+
+async def test_going_on_without_named_invoices_parks_them_first(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.fail("post_adjustments", period_locked())
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide(
+            "resume", park=["INV-7", "INV-9"], note="supplier disputes these"))
+        assert (await handle.result()).status == "Completed"
+        calls = night.standins.calls
+    assert calls[6:10] == ["post_adjustments", "record_handover", "park_invoices", "record_decision"]
+    assert calls[10] == "post_adjustments", "parking is explicit, and the step still runs again"
+    parked = night.standins.inputs["park_invoices"][0]
+    assert (parked.workflow_id, parked.handover_no, parked.invoices, parked.by, parked.reason) == \
+        (handle.id, 1, ["INV-7", "INV-9"], "asha", "supplier disputes these")
+
+
+async def test_undo_at_the_gate_sends_no_note(temporal_only: Client) -> None:
+    async with night_with_standins(temporal_only) as night:
+        night.standins.verdicts = [GateVerdict(reasons=["too many parked"])]
+        handle = await night.start()
+        await _handover(handle)
+        await handle.execute_update(NightlyReconciliation.decide, _decide("undo"))
+        assert (await handle.result()).status == "Undone"
+        calls = night.standins.calls
+    assert calls[calls.index("record_decision") + 1:] == [
+        "open_next_generation", "withdraw_debit_notes", "reverse_stock_movements",
+        "reverse_ledger_entries"]
+    assert not set(NOTES) & set(calls)
