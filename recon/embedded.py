@@ -63,13 +63,18 @@ def _die_with_parent() -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Running (an exited child nobody has waited for yet, a zombie, counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _stop_pid(pid: int, timeout: float = 10) -> None:
@@ -164,7 +169,11 @@ class TemporalDevServer:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            _stop_pid(self.process.pid)
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                _stop_pid(self.process.pid)
         self.process = None
         self.pid_file.unlink(missing_ok=True)
 

@@ -74,10 +74,10 @@ def outage_in_words(exc: BaseException) -> str:
     if _is_temporary_model_error(exc):
         status = getattr(exc, "status_code", None)
         return f"model provider answering {status}" if status else "model provider unreachable"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):  # an OSError too: ask first
+        return "timed out"
     if isinstance(exc, (*TEMPORARY_PG, OSError)):
         return "database unreachable"
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-        return "timed out"
     return "temporary errors"
 
 

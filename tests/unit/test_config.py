@@ -22,7 +22,7 @@ def test_defaults_with_nothing_set() -> None:
     assert (s.openai_api_key, s.openai_base_url, s.model) == (None, None, "gpt-4o-mini")
     assert s.failpoints == ""
     assert (s.gate_max_parked_ratio, s.gate_max_total_paise, s.gate_max_adjustment_share) == (0.10, 0, 0.05)
-    assert (s.heartbeat_seconds, s.reminder_utc_time, s.outage_window_seconds) == (3.0, "03:30:00", 1800.0)
+    assert (s.heartbeat_seconds, s.reminder_utc_time, s.outage_window_seconds) == (2.0, "03:30:00", 1800.0)
 
 
 def test_the_env_file_is_read_and_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:

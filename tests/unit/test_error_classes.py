@@ -84,8 +84,5 @@ def test_a_timeout_is_temporary() -> None:
     assert classify(TimeoutError("read timed out")) == "temporary"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "recon/errors.py: TimeoutError is a subclass of OSError, so outage_in_words checks OSError "
-    "first and says 'database unreachable'; its 'timed out' branch is unreachable"))
 def test_a_timeout_is_said_as_a_timeout() -> None:
     assert outage_in_words(TimeoutError("read timed out")) == "timed out"

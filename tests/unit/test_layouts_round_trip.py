@@ -10,7 +10,7 @@ import pytest
 from recon.extraction.offline import parse_document
 from recon.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
 from recon.layouts import LAYOUTS, Document, DocumentLine, render, render_unreadable
-from recon.seed import plan_night
+from recon.seed import night_chunks, plan_night
 
 DOC = Document(
     invoice_no="INV-20261013-LDH-00042",
@@ -42,7 +42,9 @@ def test_every_layout_round_trips(layout: str) -> None:
 
 
 def test_every_readable_document_of_a_seeded_night_round_trips() -> None:
-    rows, result = plan_night("2026-10-13", "ldh", invoices=120, mismatches=20, seed=5)
+    plan = plan_night("2026-10-13", "ldh", invoices=120, mismatches=20, seed=5)
+    rows = {"invoices": [row for chunk in night_chunks(plan) for row in chunk.invoices]}
+    result = plan.result
     layouts_seen = set()
     for invoice_no, supplier_id, _day, _wh, text in rows["invoices"]:
         if invoice_no in result.unreadable:
