@@ -7,6 +7,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from recon.config import Settings
 from recon.models import RunRequest, workflow_id_for
+from recon.run_labels import night_start_options
 from workflows.nightly import NightlyReconciliation
 
 
@@ -26,7 +27,8 @@ def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRe
 
 
 async def start_night(
-    client: Client, settings: Settings, business_date: str, warehouse: str
+    client: Client, settings: Settings, business_date: str, warehouse: str,
+    invoices: int | None = None, started_by: str = "recon run",
 ) -> WorkflowHandle:
     """Start the run, or attach to it if it is already running. A finished night is not started
     again (reject duplicate): re-running a night is a reset or an undo, decided by a person."""
@@ -37,4 +39,5 @@ async def start_night(
         task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        **night_start_options(business_date, warehouse, invoices, started_by),
     )

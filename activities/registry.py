@@ -6,6 +6,7 @@ from activities.handover import check_evidence, record_decision, record_handover
 from activities.matching import compare_quantities, flag_mismatches, match_orders, read_stock
 from activities.messages import send_debit_notes, send_summary
 from activities.post_adjustments import post_adjustments
+from activities.schedule import resolve_night
 from activities.undo import reverse_ledger_entries, reverse_stock_movements, withdraw_debit_notes
 from activities.update_stock import update_stock
 
@@ -27,4 +28,5 @@ ACTIVITIES = [
     withdraw_debit_notes,
     reverse_stock_movements,
     reverse_ledger_entries,
+    resolve_night,
 ]

@@ -208,7 +208,7 @@ def run(
             raise Refused(f"no invoices for {day} at {wh}: `recon seed` or `recon import` first")
         client = await _client()
         try:
-            handle = await start_night(client, settings, day, wh)
+            handle = await start_night(client, settings, day, wh, invoices=have)
         except WorkflowAlreadyStartedError:
             raise Refused(
                 f"the run for {day} at {wh} already finished: see `recon inspect "
@@ -460,6 +460,11 @@ def undo(
 
     for line in asyncio.run(go()):
         console.print(line, markup=False, highlight=False)
+
+
+from recon.schedule_cli import build_schedule_app  # noqa: E402 - needs the helpers above
+
+app.add_typer(build_schedule_app(user_errors, console, _warehouse, _date), name="schedule")
 
 
 def main() -> None:
