@@ -100,6 +100,8 @@ def dev(
     no_worker: Annotated[bool, typer.Option("--no-worker", help="Start the servers only.")] = False,
     port: Annotated[int, typer.Option(help="Temporal gRPC port.")] = 7233,
     ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.")] = 8233,
+    schedule: Annotated[bool, typer.Option(
+        "--schedule", help="Also create a demo nightly schedule for RECON_WAREHOUSE.")] = False,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
     from recon.devstack import run_dev
@@ -110,6 +112,10 @@ def dev(
         console.print(f"settings written to {state_dir() / 'env'}; "
                       + ("worker running." if not no_worker else "no worker.")
                       + " Ctrl-C stops everything.")
+        if schedule:
+            from recon.schedules import ensure_demo_schedule
+
+            console.print(asyncio.run(ensure_demo_schedule(stack.settings())))
 
     run_dev(state_dir(), port, ui_port, not no_worker, announce)
     console.print("stopped")

@@ -186,3 +186,17 @@ async def backfill(client: Client, warehouse: str, first: date, last: date) -> l
     )
     days = (last - first).days + 1
     return [workflow_id_for((first + timedelta(days=n)).isoformat(), warehouse) for n in range(days)]
+
+
+async def ensure_demo_schedule(settings: Settings) -> str:
+    """`recon dev --schedule`: the warehouse's nightly schedule at 02:00 Asia/Kolkata, unless
+    one exists. Returns a line for the console."""
+    from recon.temporal_client import connect
+
+    client = await connect(settings)
+    try:
+        sid = await create(client, settings, settings.warehouse, "02:00", "Asia/Kolkata")
+    except ScheduleProblem:
+        return f"schedule {schedule_id(settings.warehouse)} exists already"
+    return f"schedule {sid} created: nightly at 02:00 Asia/Kolkata (`recon schedule trigger " \
+           f"--warehouse {settings.warehouse}` fires it now)"
