@@ -7,6 +7,7 @@ dies, Temporal hands its work to another worker within seconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from datetime import timedelta
 
@@ -14,7 +15,9 @@ import structlog
 from temporalio.worker import Worker
 
 from activities import resources
+from activities.observe import ObservingInterceptor
 from activities.registry import ACTIVITIES
+from recon import logs, metrics
 from recon.config import Settings, load_settings
 from recon.db import connect_pool, migrate
 from recon.extraction import make_extractor
@@ -28,10 +31,12 @@ async def run_worker(
     settings: Settings, *, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None
 ) -> None:
     """Serve until SIGINT/SIGTERM (or until `stop` is set, when the caller owns the signals)."""
+    logs.configure()
     pool = await connect_pool(settings.database_url, max_size=20)
     await migrate(pool)
     resources.install(pool, make_extractor(settings), settings)
-    client = await connect(settings)
+    runtime = metrics.runtime_for(settings.metrics_port)
+    client = await connect(settings, runtime)
     worker = Worker(
         client,
         task_queue=settings.task_queue,
@@ -40,19 +45,29 @@ async def run_worker(
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
         max_concurrent_activities=50,
         graceful_shutdown_timeout=timedelta(seconds=5),
+        interceptors=[ObservingInterceptor()],
     )
     if stop is None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name)
+    gauges = None
+    if runtime is not None:
+        gauges = asyncio.create_task(metrics.keep_gauges(
+            pool, runtime.metric_meter, settings.metrics_refresh_seconds))
+    log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name,
+             metrics_port=settings.metrics_port or None)
     try:
         async with worker:
             if ready is not None:
                 ready.set()
             await stop.wait()
     finally:
+        if gauges is not None:
+            gauges.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gauges
         await pool.close()
     log.info("worker stopped")
 

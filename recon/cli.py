@@ -475,6 +475,9 @@ app.add_typer(build_schedule_app(user_errors, console, _warehouse, _date), name=
 
 def main() -> None:
     """Entry point: usage errors become one line too."""
+    from recon.logs import configure
+
+    configure()
     try:
         result = app(standalone_mode=False)
     except typer.Abort:

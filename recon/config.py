@@ -59,6 +59,8 @@ class Settings:
     gate_max_adjustment_share: float
     heartbeat_seconds: float
     reminder_utc_time: str
+    metrics_port: int = 0  # RECON_METRICS_PORT: Prometheus endpoint of the worker; 0 = none
+    metrics_refresh_seconds: float = 10.0  # RECON_METRICS_REFRESH: gauges read from Postgres
 
 
 def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> int:
@@ -122,4 +124,6 @@ def load_settings() -> Settings:
         gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE", 0.05),
         heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 3.0),
         reminder_utc_time=_clock(values, "RECON_REMINDER_UTC", "03:30:00"),
+        metrics_port=_int(values, "RECON_METRICS_PORT", 0, minimum=0),
+        metrics_refresh_seconds=_float(values, "RECON_METRICS_REFRESH", 10.0),
     )
