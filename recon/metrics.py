@@ -9,12 +9,15 @@ Our names (all documented in README "Metrics"):
   recon_step_retries_total{step}         activity attempts after the first (crash, timeout, error)
   recon_step_failures_total{step,error}  attempts that raised
   recon_items_parked_total{step}         invoices / lines parked for a person
-  recon_ledger_entries_posted_total      ledger entries inserted (not the ones walked again)
+  recon_ledger_entries_posted_total      ledger entries inserted by step attempts that finished
+                                         (an attempt that crashed after committing some is not
+                                         counted: the ledger is the record, see the gauge below)
   recon_stock_movements_posted_total     stock movements inserted
   recon_handovers_total{step}            handovers written
   recon_handovers_waiting                gauge: handovers with no decision yet (from Postgres)
   recon_outbox_pending                   gauge: outbox rows not sent yet (from Postgres)
   recon_model_requests                   gauge: requests recorded in model_calls (from Postgres)
+  recon_ledger_entries                   gauge: rows in ledger_entries (from Postgres)
 The gauges are read from Postgres by each worker every RECON_METRICS_REFRESH seconds (default 10),
 so they are true for the whole system, not for one process.
 """
@@ -49,6 +52,8 @@ _GAUGES = {
     "recon_outbox_pending": ("outbox rows not sent yet",
                              "SELECT count(*) FROM outbox WHERE sent_at IS NULL"),
     "recon_model_requests": ("model requests recorded", "SELECT count(*) FROM model_calls"),
+    "recon_ledger_entries": ("rows in the ledger (entries and reversals)",
+                             "SELECT count(*) FROM ledger_entries"),
 }
 
 
