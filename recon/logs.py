@@ -59,6 +59,15 @@ def _mask_secrets(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is now (test runners and daemons swap it), never to a closed
+    stream left over from when logging was configured."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 def configure(json_lines: bool | None = None, level: str | None = None) -> None:
     """Idempotent: the first call wins, later calls (worker inside `recon dev`) change nothing."""
     global _configured
@@ -86,7 +95,7 @@ def configure(json_lines: bool | None = None, level: str | None = None) -> None:
             renderer,
         ],
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _CurrentStderr()
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]
