@@ -33,3 +33,15 @@ def night_start_options(
             SearchAttributePair(RECON_DATE, business_date),
         ]),
     }
+
+
+def undo_start_options(run_workflow_id: str, scope: str, by: str, reason: str,
+                       namespace: str = "default") -> dict[str, Any]:
+    """An undo names the run it compensates and links to its page in the Web UI."""
+    return {
+        "static_summary": f"Undo of {run_workflow_id} ({scope})",
+        "static_details": (
+            f"Compensates [{run_workflow_id}](/namespaces/{namespace}/workflows/{run_workflow_id}) "
+            f"({scope}). Decided by {by}: {reason[:300]}"
+        ),
+    }

@@ -64,3 +64,10 @@ async def test_describe_shows_summary_details_and_search_attributes(
         assert [(d["handover"], d["decision"], d["by"]) for d in memo["decisions"]] == [
             (1, "resume", "asha")]
         assert (await _current_details(handle)).startswith("**Completed**")
+
+        from recon.undoing import start_undo
+
+        await start_undo(client, pool, settings, handle.id, None, [], "wrong night", "asha")
+        undo = await client.get_workflow_handle(f"undo-{handle.id}").describe()
+        assert await undo.static_summary() == f"Undo of {handle.id} (whole run)"
+        assert f"/workflows/{handle.id})" in (await undo.static_details() or ""), "links to its run"
