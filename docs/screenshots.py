@@ -32,7 +32,7 @@ OUT = ROOT / "docs" / "screenshots"
 DAY, WAREHOUSE = "2026-10-13", "ldh"
 
 
-async def shoot(page, url: str, path: Path, wait_for: str) -> None:
+async def shoot(page, url: str, path: Path, wait_for: str, tab: str | None = None) -> None:
     for _ in range(30):  # the UI's data API answers 503 for a moment after start
         await page.goto(url)
         try:
@@ -40,7 +40,9 @@ async def shoot(page, url: str, path: Path, wait_for: str) -> None:
             break
         except Exception:
             await asyncio.sleep(0.5)
-    await page.wait_for_timeout(800)
+    if tab:
+        await page.get_by_text(tab, exact=True).first.click()
+    await page.wait_for_timeout(1200)
     await page.screenshot(path=str(path), full_page=False)
     print(f"wrote {path.relative_to(ROOT)}")
 
@@ -70,12 +72,14 @@ async def main(ui: str, settings) -> None:
             await shoot(page, f"{ui}/namespaces/default/workflows?query={query}",
                         OUT / "awaiting-decision.png", handle.id)
             await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
-                        OUT / "run-waiting.png", "waiting for a decision")
+                        OUT / "run-timeline.png", "step 7: posting ledger adjustments")
+            await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
+                        OUT / "run-waiting.png", "RUNNING", tab="User Metadata")
             await handle.execute_update("decide", Decision(decision="resume", by="asha",
                                                            note="checked with the supplier"))
             await handle.result()
             await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
-                        OUT / "run-completed.png", "Completed")
+                        OUT / "run-completed.png", "COMPLETED", tab="Memo")
             await browser.close()
     await pool.close()
 
