@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError
 
 from recon.config import Settings
 from recon.models import RunRequest, workflow_id_for
@@ -32,6 +33,19 @@ async def start_night(
 ) -> WorkflowHandle:
     """Start the run, or attach to it if it is already running. A finished night is not started
     again (reject duplicate): re-running a night is a reset or an undo, decided by a person."""
+    try:
+        return await _start(client, settings, business_date, warehouse, invoices, started_by)
+    except RPCError as exc:
+        if "search attribute" in exc.message.lower():
+            raise ValueError(
+                f"Temporal refused the run: {exc.message}; register the search attributes "
+                "ReconStatus, ReconStep, ReconWarehouse, ReconDate (Keyword) on the namespace "
+                "(deploy/temporal-namespace.sh does it)") from None
+        raise
+
+
+async def _start(client: Client, settings: Settings, business_date: str, warehouse: str,
+                 invoices: int | None, started_by: str) -> WorkflowHandle:
     return await client.start_workflow(
         NightlyReconciliation.run,
         run_request(settings, business_date, warehouse),
