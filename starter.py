@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError
 
 from recon.config import Settings
 from recon.models import RunRequest, workflow_id_for
+from recon.run_labels import night_start_options
 from workflows.nightly import NightlyReconciliation
 
 
@@ -26,10 +28,24 @@ def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRe
 
 
 async def start_night(
-    client: Client, settings: Settings, business_date: str, warehouse: str
+    client: Client, settings: Settings, business_date: str, warehouse: str,
+    invoices: int | None = None, started_by: str = "recon run",
 ) -> WorkflowHandle:
     """Start the run, or attach to it if it is already running. A finished night is not started
     again (reject duplicate): re-running a night is a reset or an undo, decided by a person."""
+    try:
+        return await _start(client, settings, business_date, warehouse, invoices, started_by)
+    except RPCError as exc:
+        if "search attribute" in exc.message.lower():
+            raise ValueError(
+                f"Temporal refused the run: {exc.message}; register the search attributes "
+                "ReconStatus, ReconStep, ReconWarehouse, ReconDate (Keyword) on the namespace "
+                "(deploy/temporal-namespace.sh does it)") from None
+        raise
+
+
+async def _start(client: Client, settings: Settings, business_date: str, warehouse: str,
+                 invoices: int | None, started_by: str) -> WorkflowHandle:
     return await client.start_workflow(
         NightlyReconciliation.run,
         run_request(settings, business_date, warehouse),
@@ -37,4 +53,5 @@ async def start_night(
         task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        **night_start_options(business_date, warehouse, invoices, started_by),
     )

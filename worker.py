@@ -9,6 +9,7 @@ that misses it only costs a replay on whichever worker takes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from datetime import timedelta
 
@@ -16,7 +17,9 @@ import structlog
 from temporalio.worker import Worker
 
 from activities import resources
+from activities.observe import ObservingInterceptor
 from activities.registry import ACTIVITIES
+from recon import logs, metrics
 from recon.config import Settings, load_settings
 from recon.db import connect_pool, migrate
 from recon.extraction import make_extractor
@@ -35,12 +38,14 @@ async def run_worker(
 ) -> None:
     """Serve until SIGINT/SIGTERM (or until `stop` is set, when the caller owns the signals).
     With an SMTP_URL (and unless `with_sender` is False) the outbox sender runs here too."""
+    logs.configure()
     # A frozen worker must not hold a lock for long: Postgres ends any transaction of ours that
     # sits idle longer than this, so a takeover never waits on a process that cannot run.
     pool = await connect_pool(settings.database_url, max_size=20,
                               idle_transaction_seconds=max(2.0, settings.heartbeat_seconds))
     await migrate(pool)
-    client = await connect(settings)
+    runtime = metrics.runtime_for(settings.metrics_port)
+    client = await connect(settings, runtime)
     resources.install(pool, make_extractor(settings), settings, client)
     worker = Worker(
         client,
@@ -50,13 +55,19 @@ async def run_worker(
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         max_concurrent_activities=50,
         graceful_shutdown_timeout=timedelta(seconds=5),
+        interceptors=[ObservingInterceptor()],
     )
     if stop is None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name)
+    gauges = None
+    if runtime is not None:
+        gauges = asyncio.create_task(metrics.keep_gauges(
+            pool, runtime.metric_meter, settings.metrics_refresh_seconds))
+    log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name,
+             metrics_port=settings.metrics_port or None)
     sender = start_sender(settings, stop) if with_sender else None
     try:
         async with worker:
@@ -67,6 +78,10 @@ async def run_worker(
         if sender is not None:
             stop.set()  # also when the worker failed: the sender must not outlive it
             await sender
+        if gauges is not None:
+            gauges.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gauges
         await pool.close()
     log.info("worker stopped")
 

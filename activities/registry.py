@@ -12,6 +12,7 @@ from activities.handover import (
 from activities.matching import compare_quantities, flag_mismatches, match_orders, read_stock
 from activities.messages import send_debit_notes, send_summary
 from activities.post_adjustments import post_adjustments
+from activities.schedule import resolve_night
 from activities.undo import (
     open_next_generation,
     reverse_ledger_entries,
@@ -40,4 +41,5 @@ ACTIVITIES = [
     withdraw_debit_notes,
     reverse_stock_movements,
     reverse_ledger_entries,
+    resolve_night,
 ]

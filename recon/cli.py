@@ -116,6 +116,8 @@ def dev(
     no_worker: Annotated[bool, typer.Option("--no-worker", help="Start the servers only.")] = False,
     port: Annotated[int, typer.Option(help="Temporal gRPC port.", min=1, max=MAX_PORT)] = 7233,
     ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.", min=1, max=MAX_PORT)] = 8233,
+    schedule: Annotated[bool, typer.Option(
+        "--schedule", help="Also create a demo nightly schedule for RECON_WAREHOUSE.")] = False,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
     from recon.devstack import run_dev
@@ -132,6 +134,10 @@ def dev(
         console.print(f"settings written to {state_dir() / 'env'}; "
                       + ("worker running." if not no_worker else "no worker.")
                       + " Ctrl-C stops everything.")
+        if schedule:
+            from recon.schedules import ensure_demo_schedule
+
+            console.print(asyncio.run(ensure_demo_schedule(stack.settings())))
 
     run_dev(state_dir(), port, ui_port, not no_worker, announce)
     console.print("stopped")
@@ -254,7 +260,7 @@ def run(
             raise Refused(f"no invoices for {day} at {wh}: `recon seed` or `recon import` first")
         client = await _client()
         try:
-            handle = await start_night(client, settings, day, wh)
+            handle = await start_night(client, settings, day, wh, invoices=have)
         except WorkflowAlreadyStartedError:
             raise Refused(
                 f"the run for {day} at {wh} already finished: see `recon inspect "
@@ -592,6 +598,11 @@ def undo(
         console.print(line, markup=False, highlight=False)
 
 
+from recon.schedule_cli import build_schedule_app  # noqa: E402 - needs the helpers above
+
+app.add_typer(build_schedule_app(user_errors, console, _warehouse, _date), name="schedule")
+
+
 def main() -> None:
     """Entry point: usage errors become one line too. The process leaves with `os._exit` once the
     command is done: a command that used a Temporal client can otherwise abort during interpreter
@@ -611,6 +622,9 @@ def main() -> None:
 
 
 def _run_command() -> int:
+    from recon.logs import configure
+
+    configure()
     try:
         result = app(standalone_mode=False)
     except (typer.Abort, KeyboardInterrupt):

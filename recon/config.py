@@ -75,6 +75,8 @@ class Settings:
     model_tries: int = 3
     model_retry_wait: float = 1.0
     model_max_failed_share: float = 0.10
+    metrics_port: int = 0  # RECON_METRICS_PORT: Prometheus endpoint of the worker; 0 = none
+    metrics_refresh_seconds: float = 10.0  # RECON_METRICS_REFRESH: gauges read from Postgres
 
 
 def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> int:
@@ -166,4 +168,6 @@ def load_settings() -> Settings:
         model_tries=_int(values, "RECON_MODEL_TRIES", 3),
         model_retry_wait=_amount(values, "RECON_MODEL_RETRY_WAIT", 1.0),
         model_max_failed_share=_amount(values, "RECON_MODEL_MAX_FAILED_SHARE", 0.10),
+        metrics_port=_int(values, "RECON_METRICS_PORT", 0, minimum=0),
+        metrics_refresh_seconds=_float(values, "RECON_METRICS_REFRESH", 10.0),
     )

@@ -23,7 +23,8 @@ from pathlib import Path
 # (containers, CI) that warns on every command although the fallback works. Keep the CLI quiet.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
-SEARCH_ATTRIBUTES = {"ReconStatus": "Keyword", "ReconStep": "Keyword"}
+SEARCH_ATTRIBUTES = {"ReconStatus": "Keyword", "ReconStep": "Keyword",
+                     "ReconWarehouse": "Keyword", "ReconDate": "Keyword"}
 
 
 class StackError(RuntimeError):

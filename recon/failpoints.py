@@ -18,11 +18,20 @@ Unset in production: with no variable, every call here is a dictionary lookup th
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
 
 _fired: set[str] = set()
+_plain_log = logging.getLogger("recon.failpoints")
+
+
+def _log() -> logging.Logger | logging.LoggerAdapter:
+    """Inside an activity, the SDK's logger: the line then names the run, step and attempt."""
+    from temporalio import activity
+
+    return activity.logger if activity.in_activity() else _plain_log
 
 
 def _points() -> dict[str, str]:
@@ -35,7 +44,9 @@ def _points() -> dict[str, str]:
 
 
 def _exit(where: str) -> None:
-    sys.stderr.write(f"failpoint {where} reached: exiting hard\n")
+    _log().error("failpoint %s reached: exiting hard (a crash)", where, extra={"failpoint": where})
+    for handler in logging.getLogger().handlers:
+        handler.flush()
     sys.stderr.flush()
     os._exit(137)
 
@@ -54,12 +65,16 @@ def hit(step: str, position: int | str) -> None:
     if action == "exit" or (action == "first" and _first_attempt()):
         _exit(where)
     elif action == "kill":
-        sys.stderr.write(f"failpoint {where} reached: SIGKILL\n")
+        _log().error("failpoint %s reached: SIGKILL", where, extra={"failpoint": where})
+        for handler in logging.getLogger().handlers:
+            handler.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "stop" and where not in _fired:
         _fired.add(where)
-        sys.stderr.write(f"failpoint {where} reached: freezing\n")
+        _log().error("failpoint %s reached: freezing", where, extra={"failpoint": where})
+        for handler in logging.getLogger().handlers:
+            handler.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGSTOP)
     elif action == "temporary" and where not in _fired:

@@ -1,9 +1,21 @@
-"""The one way this project connects to Temporal: pydantic payloads, a clear error if it is down."""
+"""The one way this project connects to Temporal: pydantic payloads, a clear error if it is down.
+
+Connection settings go through `temporalio.envconfig`, so the same worker runs against a local
+dev server, a self-hosted cluster or Temporal Cloud: TEMPORAL_API_KEY (API key), or
+TEMPORAL_TLS_CLIENT_CERT_PATH / TEMPORAL_TLS_CLIENT_KEY_PATH (mTLS), TEMPORAL_TLS_*,
+TEMPORAL_GRPC_META_*, TEMPORAL_PROFILE and a TOML profile file (TEMPORAL_CONFIG_FILE) are all read
+by the SDK. The address and namespace are ours (TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE, or
+`.recon/env`), so `recon dev` keeps working without any profile.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.envconfig import ClientConfig
+from temporalio.runtime import Runtime
 
 from recon.config import Settings
 
@@ -12,12 +24,23 @@ class TemporalUnavailable(RuntimeError):
     """Temporal cannot be reached; one line for the user."""
 
 
-async def connect(settings: Settings) -> Client:
+def connect_config(settings: Settings) -> dict[str, Any]:
+    """Client.connect keyword arguments: envconfig's credentials and TLS, our address."""
+    try:
+        config: dict[str, Any] = dict(ClientConfig.load_client_connect_config())
+    except Exception as exc:  # a broken profile file or a missing certificate file
+        raise TemporalUnavailable(f"Temporal connection settings are unusable: {exc}") from exc
+    config["target_host"] = settings.temporal_address
+    config["namespace"] = settings.temporal_namespace
+    return config
+
+
+async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
+    config = connect_config(settings)
     try:
         return await Client.connect(
-            settings.temporal_address,
-            namespace=settings.temporal_namespace,
-            data_converter=pydantic_data_converter,
+            **config, data_converter=pydantic_data_converter,
+            **({"runtime": runtime} if runtime is not None else {}),
         )
     except RuntimeError as exc:
         raise TemporalUnavailable(

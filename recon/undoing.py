@@ -101,6 +101,7 @@ async def start_undo(
     client: Client, pool: asyncpg.Pool, settings: Settings, run: str, supplier: str | None,
     references: list[str], reason: str, by: str,
 ) -> list[str]:
+    from recon.run_labels import undo_start_options
     from workflows.undo import UndoReconciliation
 
     await _checked_plan(client, pool, run, supplier, references)
@@ -112,6 +113,7 @@ async def start_undo(
             UndoReconciliation.run, request, id=undo_id, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            **undo_start_options(run, request.scope, by, reason, settings.temporal_namespace),
         )
     except WorkflowAlreadyStartedError:
         raise UndoRefused(f"undo {undo_id} already ran") from None

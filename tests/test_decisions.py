@@ -102,7 +102,7 @@ async def test_resume_of_a_half_posted_step_posts_the_rest_and_books_stock_once(
         " ORDER BY handover_no", wf)
     assert [tuple(d) for d in decided] == [(1, "resume", "asha"), (2, "retry", "asha")]
     memo = await (await client.get_workflow_handle(wf).describe()).memo()
-    assert [d["handover_no"] for d in memo["decisions"]] == [1, 2]
+    assert [d["handover"] for d in memo["decisions"]] == [1, 2]
     shown = recon_cli(env, "handover", wf)
     assert shown.returncode == 0, shown.stderr
     assert "#1 post_adjustments" in shown.stdout and "-> resume by asha" in shown.stdout

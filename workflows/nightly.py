@@ -57,11 +57,13 @@ with workflow.unsafe.imports_passed_through():
         UndoRequest,
         undo_workflow_id,
     )
+    from workflows import console
     from workflows.policies import MODEL_TIMEOUT, READ_TIMEOUT, RETRY, WRITE_TIMEOUT
     from workflows.undo import UndoReconciliation
 
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
 RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
+CONSOLE_PATCH = "web-ui-console-1"  # gate as ReconStep, headline and decisions in the memo
 
 MAX_EXTRACT_ACTIVITIES = 400  # keeps a 100,000-invoice night far inside the history limits
 EXTRACT_WAVE = 16  # extraction activities in flight at once
@@ -190,6 +192,7 @@ class NightlyReconciliation:
         self._set_status("Undone")
         self._progress.current_step = None
         p = self._progress
+        self._show_finished("Undone", None)
         return RunSummary(
             workflow_id=self._wf, status="Undone", invoices=p.invoices, parked=p.parked,
             mismatches=p.mismatches, ledger_posted=0, adjustment_total_paise=0,
@@ -235,6 +238,7 @@ class NightlyReconciliation:
                 mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
                 stock_movements=p.stock_moved, debit_notes=p.debit_notes,
             )
+        self._show_finished("Completed", summary.adjustment_total_paise)
         return summary
 
     async def _read_and_compare(self, req: RunRequest) -> None:
@@ -263,6 +267,7 @@ class NightlyReconciliation:
             start_to_close_timeout=timeout,
             heartbeat_timeout=timedelta(seconds=self._req.heartbeat_seconds),
             retry_policy=RETRY,
+            summary=console.activity_summary(getattr(fn, "__name__", ""), arg),
         )
 
     async def _extract_all(self, wf: str, invoices: int) -> Count:
@@ -287,6 +292,7 @@ class NightlyReconciliation:
                 total.count += r.count
                 total.parked += r.parked
             self._progress.extracted = total.count
+            self._show_step("extract_lines")
         return total
 
     async def _step(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
@@ -295,8 +301,7 @@ class NightlyReconciliation:
         last committed entry: what is live is never written twice, what is missing is never
         skipped); undo stops here. No decision accepts a failed step as it stands."""
         while True:
-            self._progress.current_step = name
-            workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
+            self._enter_step(name)
             try:
                 result = await body()
             except ActivityError as err:
@@ -317,7 +322,7 @@ class NightlyReconciliation:
         calls for and the person chose to go on: post and book again first (never skip)."""
         name = "gate_before_debit_notes"
         while True:
-            self._progress.current_step = name
+            self._enter_step(name, gate=True)
             verdict = await self._act(check_evidence, GateInput(
                 workflow_id=wf,
                 max_parked_invoice_ratio=self._req.max_parked_invoice_ratio,
@@ -367,6 +372,7 @@ class NightlyReconciliation:
         self._decision = None
         self._set_status("AwaitingDecision")
         workflow.upsert_memo({"handover": self._handover.note})
+        self._show_waiting()
         reminder = 0
         while True:
             try:
@@ -394,12 +400,10 @@ class NightlyReconciliation:
             ))
         await self._act(record_decision, recorded)
         self._decided.append(recorded)
+        self._remember_decisions()
         self._handover = None
         self._decision = None
-        memo: dict[str, Any] = {"handover": None}
-        if workflow.patched(DECISIONS_ON_RECORD):
-            memo["decisions"] = [d.model_dump() for d in self._decided]
-        workflow.upsert_memo(memo)
+        workflow.upsert_memo({"handover": None})
         self._set_status("Running")
         return recorded
 
@@ -426,3 +430,32 @@ class NightlyReconciliation:
     def _set_status(self, status: str) -> None:
         self._progress.status = status
         workflow.upsert_search_attributes([RECON_STATUS.value_set(status)])
+
+    # ------------------------------------------------------------------ the Web UI as console
+    def _show_step(self, name: str) -> None:
+        workflow.set_current_details(console.step_details(name, self._progress))
+
+    def _enter_step(self, name: str, gate: bool = False) -> None:
+        """The step people see: progress query, ReconStep, current details. The gate is a step
+        of its own in ReconStep too (newer runs only: an older history did not record it)."""
+        self._progress.current_step = name
+        if not gate or workflow.patched(CONSOLE_PATCH):
+            workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
+        self._show_step(name)
+
+    def _show_waiting(self) -> None:
+        h = self._handover
+        if h is not None:
+            workflow.set_current_details(console.waiting_details(
+                h.handover_no, h.step, h.error_type, h.error_message, self._progress))
+
+    def _remember_decisions(self) -> None:
+        """The record of decisions stays in the memo after the run moves on."""
+        if workflow.patched(CONSOLE_PATCH):
+            workflow.upsert_memo({"decisions": console.decision_record(self._decided)})
+
+    def _show_finished(self, status: str, adjustment_total_paise: int | None) -> None:
+        workflow.set_current_details(console.finished_details(status, self._progress))
+        if workflow.patched(CONSOLE_PATCH):
+            workflow.upsert_memo({"headline": console.headline(
+                status, self._progress, adjustment_total_paise)})

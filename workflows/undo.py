@@ -22,6 +22,8 @@ with workflow.unsafe.imports_passed_through():
     from recon.models import GenerationRequest, Reversed, UndoRequest, UndoResult
     from workflows.policies import RETRY, WRITE_TIMEOUT
 
+GENERATION_PATCH = "undo-opens-next-generation"
+
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
 RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
 
@@ -39,14 +41,15 @@ class UndoReconciliation:
     async def run(self, req: UndoRequest) -> UndoResult:
         workflow.upsert_search_attributes([RECON_STATUS.value_set("Undoing")])
         counts: dict[str, Reversed] = {}
-        await workflow.execute_activity(
-            open_next_generation,
-            GenerationRequest(run_workflow_id=req.run_workflow_id,
-                              raised_by=workflow.info().run_id),
-            start_to_close_timeout=WRITE_TIMEOUT,
-            heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
-            retry_policy=RETRY,
-        )
+        if workflow.patched(GENERATION_PATCH):  # undos recorded before it raised no generation
+            await workflow.execute_activity(
+                open_next_generation,
+                GenerationRequest(run_workflow_id=req.run_workflow_id,
+                                  raised_by=workflow.info().run_id),
+                start_to_close_timeout=WRITE_TIMEOUT,
+                heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
+                retry_policy=RETRY,
+            )
         for step in (withdraw_debit_notes, reverse_stock_movements, reverse_ledger_entries):
             name = step.__name__
             workflow.upsert_search_attributes([RECON_STEP.value_set(name)])

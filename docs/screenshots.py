@@ -1,0 +1,96 @@
+"""Take the README's Web UI screenshots against a real run on the embedded stack.
+
+    uv run --with playwright python docs/screenshots.py        # needs a Chromium: apt-get install chromium
+
+Starts its own Temporal dev server (with the Web UI) and Postgres, seeds a night whose gate hands
+over to a person, and photographs the Workflows list filtered to runs awaiting a decision, the
+waiting run's page (summary, current details, search attributes) and the finished run's page.
+Playwright drives the system Chromium (CHROMIUM=/path to choose another); it downloads nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import urllib.parse
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from recon.config import load_settings  # noqa: E402
+from recon.devstack import embedded_stack, prepare_database  # noqa: E402
+from recon.embedded import free_port  # noqa: E402
+from recon.models import Decision  # noqa: E402
+from recon.seed import seed_night  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+DAY, WAREHOUSE = "2026-10-13", "ldh"
+
+
+async def shoot(page, url: str, path: Path, wait_for: str, tab: str | None = None) -> None:
+    for _ in range(30):  # the UI's data API answers 503 for a moment after start
+        await page.goto(url)
+        try:
+            await page.get_by_text(wait_for).first.wait_for(timeout=2000)
+            break
+        except Exception:
+            await asyncio.sleep(0.5)
+    if tab:
+        await page.get_by_text(tab, exact=True).first.click()
+    await page.wait_for_timeout(1200)
+    await page.screenshot(path=str(path), full_page=False)
+    print(f"wrote {path.relative_to(ROOT)}")
+
+
+async def main(ui: str, settings) -> None:
+    from playwright.async_api import async_playwright
+
+    from recon.db import connect_pool
+    from recon.temporal_client import connect
+    from starter import start_night
+    from tests.helpers import inprocess_worker
+
+    pool = await connect_pool(settings.database_url)
+    await seed_night(pool, DAY, WAREHOUSE, invoices=312, mismatches=40)
+    client = await connect(settings)
+    OUT.mkdir(parents=True, exist_ok=True)
+    async with inprocess_worker(settings):
+        handle = await start_night(client, settings, DAY, WAREHOUSE, invoices=312)
+        while (await handle.query("progress"))["status"] != "AwaitingDecision":
+            await asyncio.sleep(0.3)
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(
+                executable_path=os.environ.get("CHROMIUM") or shutil.which("chromium"),
+                args=["--no-sandbox"])
+            page = await browser.new_page(viewport={"width": 1440, "height": 1000})
+            query = urllib.parse.quote('ReconStatus="AwaitingDecision"')
+            await shoot(page, f"{ui}/namespaces/default/workflows?query={query}",
+                        OUT / "awaiting-decision.png", handle.id)
+            await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
+                        OUT / "run-timeline.png", "step 7: posting ledger adjustments")
+            await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
+                        OUT / "run-waiting.png", "RUNNING", tab="User Metadata")
+            await handle.execute_update("decide", Decision(decision="resume", by="asha",
+                                                           note="checked with the supplier"))
+            await handle.result()
+            await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
+                        OUT / "run-completed.png", "COMPLETED", tab="Memo")
+            await browser.close()
+    await pool.close()
+
+
+if __name__ == "__main__":
+    state = Path(tempfile.mkdtemp(prefix="recon-shots-"))
+    try:
+        with embedded_stack(state, free_port(), free_port(), persistent=False) as stack:
+            asyncio.run(prepare_database(stack.postgres.url))
+            settings = replace(stack.settings(load_settings()), gate_max_total_paise=100,
+                               task_queue="screenshots")
+            asyncio.run(main(stack.ui_url, settings))
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

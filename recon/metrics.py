@@ -1,0 +1,70 @@
+"""Metrics: the SDK's own (task latencies, polls, slots, ...) and ours, on one Prometheus endpoint.
+
+`RECON_METRICS_PORT` set: the worker builds a Temporal Runtime whose telemetry serves
+`http://0.0.0.0:PORT/metrics`, and every meter (the worker's, `activity.metric_meter()`,
+`workflow.metric_meter()`) reports there. Unset: no endpoint, the SDK default runtime.
+
+Our names (all documented in README "Metrics"):
+  recon_runs_total{outcome}              nights finished: completed | undone | failed
+  recon_step_retries_total{step}         activity attempts after the first (crash, timeout, error)
+  recon_step_failures_total{step,error}  attempts that raised
+  recon_items_parked_total{step}         invoices / lines parked for a person
+  recon_ledger_entries_posted_total      ledger entries inserted by step attempts that finished
+                                         (an attempt that crashed after committing some is not
+                                         counted: the ledger is the record, see the gauge below)
+  recon_stock_movements_posted_total     stock movements inserted
+  recon_handovers_total{step}            handovers written
+  recon_handovers_waiting                gauge: handovers with no decision yet (from Postgres)
+  recon_outbox_pending                   gauge: outbox rows not sent yet (from Postgres)
+  recon_model_requests                   gauge: requests recorded in model_calls (from Postgres)
+  recon_ledger_entries                   gauge: rows in ledger_entries (from Postgres)
+The gauges are read from Postgres by each worker every RECON_METRICS_REFRESH seconds (default 10),
+so they are true for the whole system, not for one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import asyncpg
+from temporalio.common import MetricMeter
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+_runtime: Runtime | None = None
+
+
+def runtime_for(port: int) -> Runtime | None:
+    """One Runtime per process (the SDK allows many but each has its own threads)."""
+    global _runtime
+    if port <= 0:
+        return None
+    if _runtime is None:
+        _runtime = Runtime(telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(bind_address=f"0.0.0.0:{port}", counters_total_suffix=True)
+        ))
+    return _runtime
+
+
+_GAUGES = {
+    "recon_handovers_waiting": ("handovers with no decision yet",
+                                "SELECT count(*) FROM handovers WHERE decision IS NULL"),
+    "recon_outbox_pending": ("outbox rows not sent yet",
+                             "SELECT count(*) FROM outbox WHERE sent_at IS NULL"),
+    "recon_model_requests": ("model requests recorded", "SELECT count(*) FROM model_calls"),
+    "recon_ledger_entries": ("rows in the ledger (entries and reversals)",
+                             "SELECT count(*) FROM ledger_entries"),
+}
+
+
+async def refresh_gauges(pool: asyncpg.Pool, meter: MetricMeter) -> None:
+    for name, (description, sql) in _GAUGES.items():
+        meter.create_gauge(name, description).set(int(await pool.fetchval(sql)))
+
+
+async def keep_gauges(pool: asyncpg.Pool, meter: MetricMeter, every: float) -> None:
+    """Refresh the gauges until cancelled; a failed read skips one round, never the worker."""
+    while True:
+        with contextlib.suppress(asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
+            await refresh_gauges(pool, meter)
+        await asyncio.sleep(every)

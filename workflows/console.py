@@ -1,0 +1,77 @@
+"""What the Web UI shows of a running night: the text of its *current details*, its activity
+summaries and the memo's headline. Pure functions of the run's progress, so the workflow stays
+about deciding; they run inside workflow code, so they must stay deterministic (no clock, no I/O).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recon.models import Progress, RecordedDecision
+
+STEP_TITLES: dict[str, tuple[int, str]] = {
+    "fetch_invoices": (1, "fetching invoices"),
+    "extract_lines": (2, "extracting lines"),
+    "match_orders": (3, "matching purchase orders"),
+    "read_stock": (4, "reading stock"),
+    "compare_quantities": (5, "comparing quantities and prices"),
+    "flag_mismatches": (6, "flagging mismatches"),
+    "post_adjustments": (7, "posting ledger adjustments"),
+    "update_stock": (8, "updating stock"),
+    "gate_before_debit_notes": (8, "checking the evidence before debit notes"),
+    "send_debit_notes": (9, "sending debit notes"),
+    "send_summary": (10, "sending the summary"),
+}
+ANSWER = ("Answer with `recon approve RUN --decision resume|retry|undo --by NAME`, or in the Web UI "
+          "send the Update `decide` with {\"decision\": \"resume\", \"by\": \"NAME\", \"note\": \"why\"}.")
+
+
+def _figures(p: Progress) -> str:
+    return (f"invoices {p.invoices:,} · extracted {p.extracted:,} · parked {p.parked:,} · "
+            f"mismatches {p.mismatches:,} · ledger {p.ledger_posted:,} · stock {p.stock_moved:,} · "
+            f"debit notes {p.debit_notes:,}")
+
+
+def step_details(step: str, p: Progress) -> str:
+    number, title = STEP_TITLES.get(step, (0, step))
+    what = {
+        "extract_lines": f": {p.extracted:,} of {p.invoices:,} invoices",
+        "post_adjustments": f": {p.mismatches:,} adjustments to post",
+        "update_stock": f": after {p.ledger_posted:,} ledger entries",
+    }.get(step, "")
+    head = f"step {number} of 10, {title}{what}" if number else title
+    return f"**{head}**\n\n{_figures(p)}"
+
+
+def waiting_details(handover_no: int, step: str, error_type: str, message: str, p: Progress) -> str:
+    return (f"**waiting for a decision on handover #{handover_no}: {step} — {error_type}**\n\n"
+            f"{message[:300]}\n\n{ANSWER}\n\n{_figures(p)}")
+
+
+def finished_details(status: str, p: Progress) -> str:
+    return f"**{status}**\n\n{_figures(p)}"
+
+
+def activity_summary(name: str, arg: Any) -> str:
+    first, last = getattr(arg, "first_seq", None), getattr(arg, "last_seq", None)
+    if first is not None and last is not None:
+        return f"extract invoices {first}–{last}"
+    number, title = STEP_TITLES.get(name, (0, name.replace("_", " ")))
+    return f"step {number}: {title}" if number else title
+
+
+def headline(status: str, p: Progress, adjustment_total_paise: int | None = None) -> dict[str, Any]:
+    """The memo's figures that outlive the run (the Web UI shows memo on the run's page)."""
+    figures: dict[str, Any] = {
+        "status": status, "invoices": p.invoices, "parked": p.parked, "mismatches": p.mismatches,
+        "ledger_entries": p.ledger_posted, "stock_movements": p.stock_moved,
+        "debit_notes": p.debit_notes, "handovers": p.handovers,
+    }
+    if adjustment_total_paise is not None:
+        figures["adjustment_total_paise"] = adjustment_total_paise
+    return figures
+
+
+def decision_record(decided: list[RecordedDecision]) -> list[dict[str, Any]]:
+    return [{"handover": d.handover_no, "decision": d.decision, "by": d.by, "note": d.note,
+             "at": d.decided_at, "parked": d.park} for d in decided]
