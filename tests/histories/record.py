@@ -100,7 +100,8 @@ class Recorder:
                 result.result()
                 return
             result.cancel()
-            await handle.execute_update("decide", Decision(decision="resume", by="recorder"))
+            await handle.execute_update("decide", Decision(decision="resume", by="recorder",
+                                                           handover_no=answered + 1))
             answered += 1
 
     async def save(self, name: str, workflow_id: str) -> None:
@@ -145,7 +146,7 @@ async def _handover_at_step_7(r: Recorder, name: str, decision: str) -> None:
     await r.awaiting(handle)
     await _refusing_ledger(r, wid, f"refuse_{name}", False)
     await handle.execute_update("decide", Decision(decision=decision, by="recorder",
-                                                   note=f"recorded {decision}"))
+                                                   note=f"recorded {decision}", handover_no=1))
     await r.resume_until_done(handle)
     await r.save(name.replace("ho", "handover_", 1), wid)
 
@@ -167,7 +168,8 @@ async def gate_resume(r: Recorder) -> None:
     r.worker(queue)
     handle = await start_night(r.client, settings, DAY, "gateres")
     await r.awaiting(handle)
-    await handle.execute_update("decide", Decision(decision="resume", by="recorder"))
+    await handle.execute_update("decide", Decision(decision="resume", by="recorder",
+                                                   handover_no=1))
     await handle.result()
     await r.save("gate_resume", handle.id)
 
