@@ -186,6 +186,7 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     fleet = WorkerFleet(_worker_env(stack, name, plan), logs, size=plan.workers)
     fleets.append(fleet)
     fleet.top_up()
+    await fleet.wait_ready()
     settings = replace(load_settings(), temporal_address=stack.temporal.address,
                        temporal_namespace=name, database_url=stack.database_url(name),
                        task_queue=TASK_QUEUE, heartbeat_seconds=plan.heartbeat_seconds)
@@ -220,7 +221,7 @@ async def _watch(night: Night, watcher: Watcher, say: Callable[[str], None]) -> 
         for worker in night.fleet.thaw_due():
             say(f"{_t(night)} thaw {worker.name} (pid {worker.pid}): SIGCONT")
         for worker in night.fleet.top_up():
-            say(f"{_t(night)} start {worker.name} (pid {worker.pid})") if night.faults else None
+            say(f"{_t(night)} start {worker.name} (pid {worker.pid})")
         look = await watcher.look()
         now = time.monotonic() - night.started
         if watcher.moved(look):

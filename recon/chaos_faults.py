@@ -5,7 +5,7 @@ finish). A freeze is SIGSTOP of a random worker for longer than the heartbeat ti
 hands its work to another attempt before the frozen one wakes up (SIGCONT) and carries on as if
 nothing happened. A server restart stops the server, leaves it down for a few seconds and starts
 it again on the same data and port: Postgres abruptly (crash recovery on restart), Temporal
-with SIGTERM (its history lives in a file).
+with SIGKILL (its history lives in a file).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from recon.chaos_stack import ScratchStack
 
+MIN_GAP_SECONDS = 1.0
+
 if TYPE_CHECKING:
     from recon.chaos import ChaosPlan, Night
 
@@ -27,17 +29,22 @@ async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
     from recon.chaos import POSTGRES_DOWN_SECONDS, TEMPORAL_DOWN_SECONDS
 
     rng = random.Random(f"{plan.seed}:targets")
+    last = -MIN_GAP_SECONDS
     for fault in night.faults:
-        wait = night.started + fault.at - time.monotonic()
+        # One fault at a time, a moment apart, so each one's recovery can be seen.
+        wait = night.started + max(fault.at, last + MIN_GAP_SECONDS) - time.monotonic()
         if wait > 0:
             await asyncio.sleep(wait)
         fault.at = time.monotonic() - night.started
         stamp = f"[{fault.at:6.1f}s]"
         if fault.kind in ("kill", "freeze"):
-            awake = night.fleet.awake()
-            if not awake:  # all frozen or just killed: the watcher tops the fleet up shortly
-                await asyncio.sleep(0.5)
-                awake = night.fleet.awake()
+            # A target that is serving: one still importing would be no test at all.
+            awake = night.fleet.serving()
+            for _ in range(120):
+                if awake:
+                    break
+                await asyncio.sleep(0.25)
+                awake = night.fleet.serving()
             if not awake:
                 continue
             worker = rng.choice(awake)
@@ -52,11 +59,8 @@ async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
                     f"(heartbeat timeout {plan.heartbeat_seconds:.0f} s)")
         elif fault.kind == "temporal":
             fault.target = f"Temporal dev server (port {stack.temporal.port})"
-            began = time.monotonic()
-            await asyncio.to_thread(stack.stop_temporal)  # a graceful stop can take seconds
-            fault.at = time.monotonic() - night.started  # the moment it was down
-            say(f"{stamp} stop {fault.target} (took {time.monotonic() - began:.1f} s): "
-                f"down for {TEMPORAL_DOWN_SECONDS:.0f} s")
+            stack.kill_temporal()
+            say(f"{stamp} kill {fault.target}: SIGKILL, down for {TEMPORAL_DOWN_SECONDS:.0f} s")
             await asyncio.sleep(TEMPORAL_DOWN_SECONDS)
             began = time.monotonic()
             stack.start_temporal()
@@ -71,3 +75,4 @@ async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
             stack.start_postgres()
             say(f"[{time.monotonic() - night.started:6.1f}s] start Postgres again on the same data "
                 f"({time.monotonic() - began:.1f} s)")
+        last = time.monotonic() - night.started

@@ -53,9 +53,9 @@ class ScratchStack:
         base, _, query = self.postgres.url.partition("?")
         return f"{base.rsplit('/', 1)[0]}/{night}" + (f"?{query}" if query else "")
 
-    def stop_temporal(self) -> None:
+    def kill_temporal(self) -> None:
         assert self.temporal is not None
-        self.temporal.stop()
+        self.temporal.kill()
 
     def start_temporal(self) -> None:
         assert self.temporal is not None
@@ -86,6 +86,13 @@ class Worker:
     process: subprocess.Popen
     log: Path
     frozen_until: float = 0.0
+    is_ready: bool = False
+
+    def ready(self) -> bool:
+        """Has it connected and started polling? (Importing and connecting takes seconds.)"""
+        if not self.is_ready and self.alive():
+            self.is_ready = b"worker started" in self.log.read_bytes()
+        return self.is_ready
 
     @property
     def pid(self) -> int:
@@ -124,6 +131,21 @@ class WorkerFleet:
 
     def awake(self) -> list[Worker]:
         return [w for w in self.live() if not w.frozen_until]
+
+    def serving(self) -> list[Worker]:
+        """Awake and polling: the workers worth killing or freezing."""
+        return [w for w in self.awake() if w.ready()]
+
+    async def wait_ready(self, timeout: float = 120) -> None:
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        while len(self.serving()) < self.size:
+            if time.monotonic() > deadline:
+                raise TimeoutError("workers did not start")
+            self.exited()
+            self.top_up()
+            await asyncio.sleep(0.2)
 
     def exited(self) -> list[Worker]:
         """Workers that died on their own since the last call (e.g. could not reach a server)."""

@@ -113,7 +113,8 @@ def dev(
                       + ("worker running." if not no_worker else "no worker.")
                       + " Ctrl-C stops everything.")
 
-    run_dev(state_dir(), port, ui_port, not no_worker, announce)
+    run_dev(state_dir(), port, ui_port, not no_worker, announce,
+            say=functools.partial(console.print, markup=False, highlight=False))
     console.print("stopped")
 
 

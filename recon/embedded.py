@@ -164,6 +164,14 @@ class TemporalDevServer:
             return None
         return self.process.poll()
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash would; what it committed to its database file survives."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
+        self.pid_file.unlink(missing_ok=True)
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             _stop_pid(self.process.pid)
