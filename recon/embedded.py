@@ -224,16 +224,19 @@ class EmbeddedPostgres:
 
     def start_again(self, timeout: float = 30) -> str:
         """Start on the same data after a crash. A killed postmaster's backends notice and exit
-        within moments, but until they do the new server refuses to start (shared memory still in
-        use): retry for a while instead of failing on the first refusal."""
+        within moments; until they do, the library may take them for a running server or the new
+        server refuses to start (shared memory still in use). So retry until a postmaster of our
+        own is running, instead of trusting the first answer."""
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                return self.start()
-            except StackError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+            with contextlib.suppress(StackError):
+                url = self.start()
+                if self.postmaster_pid() is not None:
+                    return url
+            if time.monotonic() > deadline:
+                raise StackError(f"Postgres did not start again within {timeout:.0f}s; "
+                                 f"see {self.datadir}/log")
+            time.sleep(0.5)
 
     def stop(self, mode: str = "fast") -> None:
         """`fast` for a clean stop; `immediate` is an abrupt stop (crash recovery on restart)."""
