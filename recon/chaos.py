@@ -46,8 +46,9 @@ class ChaosPlan:
 
 @dataclass
 class Fault:
-    at: float
+    due: int  # the moment: how much of the night's work (rows + history events) is done
     kind: str
+    at: float = 0.0  # seconds into the night when it was done
     target: str = ""
     progress_after: float | None = None
     finished_after: float | None = None
@@ -61,6 +62,7 @@ class Night:
     fleet: WorkerFleet
     started: float = 0.0
     finished: float | None = None
+    progress: int = 0  # rows written + history events, as far as seen
     outcome: str = ""
     faults: list[Fault] = field(default_factory=list)
 
@@ -117,7 +119,7 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     say(f"control night: {control.outcome} in {control.finished - control.started:.1f} s")
     if control.outcome != "Completed":
         raise ChaosFailed(f"the control night did not complete: {control.outcome}")
-    schedule = _schedule(plan, control.finished - control.started)
+    schedule = _schedule(plan, control.progress)
     chaos = await _run_night("chaos", plan, stack, fleets, say, faults=schedule)
     took = chaos.finished - chaos.started
     say(f"night under faults: {chaos.outcome} in {took:.1f} s")
@@ -155,15 +157,16 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
             await pool.close()
 
 
-def _schedule(plan: ChaosPlan, control_seconds: float) -> list[Fault]:
-    """Faults at random (seeded) moments while the night would still be running."""
+def _schedule(plan: ChaosPlan, control_work: int) -> list[Fault]:
+    """Faults at random (seeded) moments of the night's work: at random points between 2 % and
+    90 % of the work the control night did. Moments in work, not seconds, so the faults land
+    throughout the night however much the earlier ones slowed it down."""
     rng = random.Random(plan.seed)
     kinds = (["kill"] * plan.kills + ["freeze"] * plan.freezes
              + ["temporal"] * plan.restarts + ["postgres"] * plan.restarts)
     rng.shuffle(kinds)
-    window = max(control_seconds, 2.0)
-    moments = sorted(rng.uniform(0.05, 0.8) * window for _ in kinds)
-    return [Fault(at, kind) for at, kind in zip(moments, kinds, strict=True)]
+    moments = sorted(int(rng.uniform(0.02, 0.9) * control_work) for _ in kinds)
+    return [Fault(due, kind) for due, kind in zip(moments, kinds, strict=True)]
 
 
 def _worker_env(stack: ScratchStack, night: str, plan: ChaosPlan) -> dict[str, str]:
@@ -202,12 +205,22 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
         await asyncio.gather(breaking, return_exceptions=True)
         await watcher.close()
         fleet.close()
-    if name == "chaos" and faults:
-        for log in sorted(logs.glob("*.log")):
-            for line in log.read_text(errors="replace").splitlines():
-                if "StaleAttempt" in line or "Traceback" in line:
-                    say(f"  {log.stem}: {line.strip()[:300]}")
+    if faults:
+        _stale_lines(logs, say)
     return night
+
+
+def _stale_lines(logs, say: Callable[[str], None], most: int = 10) -> None:
+    """Quote what the workers said about stale attempts: the evidence when fencing misfires."""
+    seen: list[str] = []
+    for log in sorted(logs.glob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if "StaleAttempt" in line and line.strip() not in seen:
+                seen.append(line.strip())
+                if len(seen) <= most:
+                    say(f"  {log.stem}: {line.strip()[:300]}")
+    if len(seen) > most:
+        say(f"  ... {len(seen) - most} more StaleAttempt lines")
 
 
 async def _watch(night: Night, watcher: Watcher, say: Callable[[str], None]) -> None:
@@ -224,7 +237,9 @@ async def _watch(night: Night, watcher: Watcher, say: Callable[[str], None]) -> 
             say(f"{_t(night)} start {worker.name} (pid {worker.pid})")
         look = await watcher.look()
         now = time.monotonic() - night.started
-        if watcher.moved(look):
+        moved = watcher.moved(look)
+        night.progress = sum(watcher.best)
+        if moved:
             for fault in night.faults:
                 if fault.target and fault.progress_after is None and fault.at <= now:
                     fault.progress_after = now - fault.at

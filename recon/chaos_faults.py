@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from recon.chaos_stack import ScratchStack
 
-MIN_GAP_SECONDS = 1.0
+MIN_GAP_SECONDS = 0.5
 
 if TYPE_CHECKING:
     from recon.chaos import ChaosPlan, Night
@@ -31,10 +31,10 @@ async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
     rng = random.Random(f"{plan.seed}:targets")
     last = -MIN_GAP_SECONDS
     for fault in night.faults:
-        # One fault at a time, a moment apart, so each one's recovery can be seen.
-        wait = night.started + max(fault.at, last + MIN_GAP_SECONDS) - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
+        # One fault at a time, a moment apart, each when the night's work reaches its point.
+        while (night.progress < fault.due
+               or time.monotonic() - night.started < last + MIN_GAP_SECONDS):
+            await asyncio.sleep(0.05)
         fault.at = time.monotonic() - night.started
         stamp = f"[{fault.at:6.1f}s]"
         if fault.kind in ("kill", "freeze"):
@@ -48,6 +48,8 @@ async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
             if not awake:
                 continue
             worker = rng.choice(awake)
+            fault.at = time.monotonic() - night.started
+            stamp = f"[{fault.at:6.1f}s]"
             fault.target = f"{worker.name} (pid {worker.pid})"
             if fault.kind == "kill":
                 night.fleet.kill(worker)
