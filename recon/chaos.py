@@ -200,6 +200,12 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     breaking = asyncio.ensure_future(apply_faults(night, stack, plan, say))
     try:
         await _watch(night, watcher, say)
+        breaking.cancel()
+        woken = fleet.thaw_all()
+        for worker in woken:
+            say(f"{_t(night)} thaw {worker.name} (pid {worker.pid}) after the run finished")
+        if woken:  # a stale worker that wakes now must not write or pay for anything: give it time
+            await asyncio.sleep(2 * plan.heartbeat_seconds + 1)
     finally:
         breaking.cancel()
         await asyncio.gather(breaking, return_exceptions=True)

@@ -175,6 +175,12 @@ class WorkerFleet:
             worker.frozen_until = 0.0
         return due
 
+    def thaw_all(self) -> list[Worker]:
+        for worker in self.workers:
+            if worker.frozen_until:
+                worker.frozen_until = time.monotonic()
+        return self.thaw_due()
+
     def close(self) -> None:
         for worker in self.workers:
             with contextlib.suppress(ProcessLookupError):
