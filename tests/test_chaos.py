@@ -76,3 +76,32 @@ def test_first_difference_names_the_row_and_column() -> None:
     extra = {**same, "ledger_entries": {**same["ledger_entries"], ("{run}:INV-1:1:price",): {
         "amount_paise": 9, "kind": "price"}}}
     assert "{run}:INV-1:1:price is extra under faults" in first_difference(control, extra)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_process_and_deletes_the_scratch_dir(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))
+           and k not in ("DATABASE_URL", "TEMPORAL_ADDRESS")}
+    env["PYTHONUNBUFFERED"] = "1"
+    log = tmp_path / "chaos.log"
+    chaos = subprocess.Popen(
+        [sys.executable, "-m", "recon.cli", "chaos", "--invoices", "300", "--kills", "3",
+         "--freezes", "1", "--restarts", "1", "--seed", "5"],
+        cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 180
+    while not re.search(r"\] (kill|freeze|stop) ", log.read_text()):
+        assert chaos.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    chaos.send_signal(signal.SIGINT)
+    assert chaos.wait(60) == 130
+    out = log.read_text()
+    root = re.search(r"scratch stack in (\S+):", out).group(1)
+    assert not Path(root).exists()
+    assert not subprocess.run(["pgrep", "-f", root], capture_output=True).stdout
+    for pid in map(int, re.findall(r"pid (\d+)\)", out)):
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
