@@ -159,13 +159,13 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
 
 def _schedule(plan: ChaosPlan, control_work: int) -> list[Fault]:
     """Faults at random (seeded) moments of the night's work: at random points between 2 % and
-    90 % of the work the control night did. Moments in work, not seconds, so the faults land
+    75 % of the work the control night did. Moments in work, not seconds, so the faults land
     throughout the night however much the earlier ones slowed it down."""
     rng = random.Random(plan.seed)
     kinds = (["kill"] * plan.kills + ["freeze"] * plan.freezes
              + ["temporal"] * plan.restarts + ["postgres"] * plan.restarts)
     rng.shuffle(kinds)
-    moments = sorted(int(rng.uniform(0.02, 0.9) * control_work) for _ in kinds)
+    moments = sorted(int(rng.uniform(0.02, 0.75) * control_work) for _ in kinds)
     return [Fault(due, kind) for due, kind in zip(moments, kinds, strict=True)]
 
 
@@ -269,7 +269,8 @@ def _t(night: Night) -> str:
 def _report(night: Night, say: Callable[[str], None]) -> None:
     applied = [f for f in night.faults if f.target]
     skipped = len(night.faults) - len(applied)
-    say(f"{len(applied)} faults applied" + (f", {skipped} not (the run finished first)"
+    missed = ", ".join(f.kind for f in night.faults if not f.target)
+    say(f"{len(applied)} faults applied" + (f", {skipped} not (the run finished first: {missed})"
                                             if skipped else ""))
     for f in applied:
         progress = "never" if f.progress_after is None else f"{f.progress_after:5.1f} s"
