@@ -516,7 +516,6 @@ def undo(
         console.print(line, markup=False, highlight=False)
 
 
-
 # ---------------------------------------------------------------------------------- chaos
 @app.command()
 @user_errors
@@ -542,19 +541,21 @@ def chaos(
     from recon.seed import plan_night
 
     plan_night(plan.business_date, "chaos", plan.invoices, plan.mismatches, plan.seed)  # bad input
-    say = functools.partial(console.print, markup=False, highlight=False)
+    # soft_wrap: each fault and the verdict stay one line however long, also when piped.
+    say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)
     try:
         run_chaos(plan, say)
     except ChaosFailed as exc:
         verdict, code = f"FAIL: {exc}", 1
     else:
         verdict, code = "PASS", 0
-    console.print(verdict, markup=False, highlight=False)
+    say(verdict)
     # Everything is stopped and deleted by now. Leave without interpreter finalisation: after a
     # Temporal client it can abort (PyGILState_Release, an open SDK issue) and turn PASS into 134.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
 
 def main() -> None:
     """Entry point: usage errors become one line too."""
