@@ -63,18 +63,22 @@ async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
             fault.target = f"Temporal dev server (port {stack.temporal.port})"
             stack.kill_temporal()
             say(f"{stamp} kill {fault.target}: SIGKILL, down for {TEMPORAL_DOWN_SECONDS:.0f} s")
-            await asyncio.sleep(TEMPORAL_DOWN_SECONDS)
-            began = time.monotonic()
-            stack.start_temporal()
+            began = time.monotonic() + TEMPORAL_DOWN_SECONDS
+            try:
+                await asyncio.sleep(TEMPORAL_DOWN_SECONDS)
+            finally:  # even if the run ends meanwhile: the comparison needs the servers back
+                stack.start_temporal()
             say(f"[{time.monotonic() - night.started:6.1f}s] start Temporal dev server again on "
                 f"the same data ({time.monotonic() - began:.1f} s)")
         else:
             fault.target = "Postgres"
             stack.stop_postgres()
             say(f"{stamp} stop {fault.target} (immediate): down for {POSTGRES_DOWN_SECONDS:.0f} s")
-            await asyncio.sleep(POSTGRES_DOWN_SECONDS)
-            began = time.monotonic()
-            stack.start_postgres()
+            began = time.monotonic() + POSTGRES_DOWN_SECONDS
+            try:
+                await asyncio.sleep(POSTGRES_DOWN_SECONDS)
+            finally:
+                stack.start_postgres()
             say(f"[{time.monotonic() - night.started:6.1f}s] start Postgres again on the same data "
                 f"({time.monotonic() - began:.1f} s)")
         last = time.monotonic() - night.started
