@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from temporalio.client import WorkflowExecutionStatus
 
-from recon.chaos_compare import counts, first_difference, snapshot
+from recon.chaos_compare import counts, first_difference, repeated_requests, snapshot
 from recon.chaos_stack import ScratchStack, WorkerFleet
 from recon.chaos_watch import Watcher
 from recon.config import load_settings
@@ -61,6 +61,7 @@ class Night:
     name: str
     fleet: WorkerFleet
     started: float = 0.0
+    wall_started: float = 0.0  # the same moment on the wall clock, to place database timestamps
     finished: float | None = None
     progress: int = 0  # rows written + history events, as far as seen
     outcome: str = ""
@@ -132,6 +133,10 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     say(f"control:      {counts(expected)}")
     say(f"under faults: {counts(got)}")
     difference = first_difference(expected, got)
+    if difference is not None and difference.startswith("model_calls"):
+        for invoice, moments in await repeated_requests(stack.database_url("chaos"), workflow_id):
+            offsets = ", ".join(f"{(m.timestamp() - chaos.wall_started):.1f}s" for m in moments)
+            say(f"  {invoice} sent to the model at {offsets}")
     if difference is not None:
         raise ChaosFailed(difference)
 
@@ -195,7 +200,7 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
                        task_queue=TASK_QUEUE, heartbeat_seconds=plan.heartbeat_seconds)
     client = await connect(settings)
     handle = await start_night(client, settings, plan.business_date, WAREHOUSE)
-    night = Night(name, fleet, started=time.monotonic(), faults=faults)
+    night = Night(name, fleet, started=time.monotonic(), wall_started=time.time(), faults=faults)
     watcher = Watcher(client, settings.database_url, handle.id)
     breaking = asyncio.ensure_future(apply_faults(night, stack, plan, say))
     try:

@@ -75,3 +75,17 @@ def first_difference(control: dict[str, Rows], chaos: dict[str, Rows]) -> str | 
 
 def _brief(row: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in row.items())[:200]
+
+
+async def repeated_requests(url: str, workflow_id: str, most: int = 5) -> list[tuple[str, list]]:
+    """Invoices the model was asked about more than once, with when: set beside the fault times,
+    this tells a request resent after a kill from one sent by a stale attempt that woke up."""
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        rows = await conn.fetch(
+            "SELECT invoice_no, array_agg(called_at ORDER BY called_at) AS at FROM model_calls "
+            "WHERE workflow_id = $1 GROUP BY invoice_no HAVING count(*) > 1 ORDER BY 1 LIMIT $2",
+            workflow_id, most)
+        return [(r["invoice_no"], list(r["at"])) for r in rows]
+    finally:
+        await conn.close()
