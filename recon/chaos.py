@@ -28,6 +28,10 @@ WAREHOUSE = "chaos"
 TASK_QUEUE = "chaos"
 POSTGRES_DOWN_SECONDS = 2.0
 TEMPORAL_DOWN_SECONDS = 3.0
+# Smaller batches than production in both nights: more attempts in flight to crash into, and a
+# night long enough for every fault to land inside it (a 2,000-invoice night is ~4 s otherwise).
+EXTRACT_BATCH = 10
+POST_BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -197,7 +201,8 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     await fleet.wait_ready()
     settings = replace(load_settings(), temporal_address=stack.temporal.address,
                        temporal_namespace=name, database_url=stack.database_url(name),
-                       task_queue=TASK_QUEUE, heartbeat_seconds=plan.heartbeat_seconds)
+                       task_queue=TASK_QUEUE, heartbeat_seconds=plan.heartbeat_seconds,
+                       extract_batch_size=EXTRACT_BATCH, post_batch_size=POST_BATCH)
     client = await connect(settings)
     handle = await start_night(client, settings, plan.business_date, WAREHOUSE)
     night = Night(name, fleet, started=time.monotonic(), wall_started=time.time(), faults=faults)
