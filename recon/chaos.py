@@ -168,13 +168,13 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
 
 def _schedule(plan: ChaosPlan, control_work: int) -> list[Fault]:
     """Faults at random (seeded) moments of the night's work: at random points between 2 % and
-    75 % of the work the control night did. Moments in work, not seconds, so the faults land
+    60 % of the work the control night did. Moments in work, not seconds, so the faults land
     throughout the night however much the earlier ones slowed it down."""
     rng = random.Random(plan.seed)
     kinds = (["kill"] * plan.kills + ["freeze"] * plan.freezes
              + ["temporal"] * plan.restarts + ["postgres"] * plan.restarts)
     rng.shuffle(kinds)
-    moments = sorted(int(rng.uniform(0.02, 0.75) * control_work) for _ in kinds)
+    moments = sorted(int(rng.uniform(0.02, 0.6) * control_work) for _ in kinds)
     return [Fault(due, kind) for due, kind in zip(moments, kinds, strict=True)]
 
 
