@@ -54,7 +54,8 @@ async def test_describe_shows_summary_details_and_search_attributes(
         assert summaries and all(s.data for s in summaries), "every activity has a summary"
         assert b"step 7: posting ledger adjustments" in b" ".join(s.data for s in summaries)
 
-        await handle.execute_update("decide", Decision(decision="resume", by="asha", note="ok"))
+        await handle.execute_update("decide", Decision(decision="resume", by="asha", note="ok",
+                                                                handover_no=1))
         await asyncio.wait_for(handle.result(), 60)
         finished = await handle.describe()
         assert _attributes(finished)["ReconStatus"] == "Completed"

@@ -38,7 +38,7 @@ async def test_the_json_logs_tell_the_crash_the_retry_and_the_handover(
     async def waiting() -> bool:
         return (await handle.query("progress"))["status"] == "AwaitingDecision"
     await wait_for(waiting, 60, "the gate to hand over")
-    await handle.execute_update("decide", Decision(decision="resume", by="asha"))
+    await handle.execute_update("decide", Decision(decision="resume", by="asha", handover_no=1))
     await asyncio.wait_for(handle.result(), 60)
     run_id = (await handle.describe()).run_id
     await asyncio.sleep(0.5)  # the last lines reach the file

@@ -75,7 +75,8 @@ async def test_a_triggered_schedule_starts_the_night_and_a_second_trigger_starts
             client, f"TemporalScheduledById = 'recon-nightly-{warehouse}'")) == 1
         assert len(await the_night()) == 1
 
-        await handle.execute_update("decide", Decision(decision="resume", by="asha"))
+        await handle.execute_update("decide", Decision(decision="resume", by="asha",
+                                                       handover_no=1))
         assert (await asyncio.wait_for(handle.result(), 60))["status"] == "Completed"
         results = await asyncio.wait_for(_starter_results(client, warehouse), 30)
         assert [(r.workflow_id, r.outcome) for r in results] == [(runs[0].id, "completed")]
