@@ -13,6 +13,7 @@ from activities import fences, resources
 from activities.step import business_step, last_progress, report_progress
 from recon import failpoints
 from recon.fencing import scope_for
+from recon.ledger import ever_undone
 from recon.models import PostInput, PostResult
 from recon.stock import move_reconciled_range, verify_movements
 
@@ -28,6 +29,7 @@ async def update_stock(job: PostInput) -> PostResult:
     inserted = walked = 0
     async with pool.acquire() as conn:
         generation = await conn.fetchval("SELECT recon_generation($1)", job.workflow_id)
+        undone = await ever_undone(conn, job.workflow_id)
         last_seq = await conn.fetchval(
             "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", job.workflow_id
         )
@@ -36,7 +38,7 @@ async def update_stock(job: PostInput) -> PostResult:
             failpoints.hit_range(STEP, position, upto)
             moved = await move_reconciled_range(
                 conn, job.workflow_id, job.warehouse, position, upto, fence, generation,
-                job.supplier_id,
+                job.supplier_id, undone,
             )
             inserted += moved.inserted
             walked += moved.wanted

@@ -92,7 +92,7 @@ def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> in
     return number
 
 
-def _float(values: dict[str, str], key: str, default: float) -> float:
+def _number(values: dict[str, str], key: str, default: float, *, zero_allowed: bool) -> float:
     raw = values.get(key)
     if raw is None or raw == "":
         return default
@@ -100,23 +100,19 @@ def _float(values: dict[str, str], key: str, default: float) -> float:
         number = float(raw)
     except ValueError:
         raise ValueError(f"{key} must be a number, got {raw!r}") from None
-    if number <= 0:
-        raise ValueError(f"{key} must be above 0, got {number}")
+    if number < 0 or (number == 0 and not zero_allowed):
+        raise ValueError(f"{key} must be {'at least' if zero_allowed else 'above'} 0, got {number}")
     return number
+
+
+def _float(values: dict[str, str], key: str, default: float) -> float:
+    """A number above 0 (a timeout, a share, an interval)."""
+    return _number(values, key, default, zero_allowed=False)
 
 
 def _amount(values: dict[str, str], key: str, default: float) -> float:
     """A number that may be 0 (a price, a limit that is off)."""
-    raw = values.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        number = float(raw)
-    except ValueError:
-        raise ValueError(f"{key} must be a number, got {raw!r}") from None
-    if number < 0:
-        raise ValueError(f"{key} must not be negative, got {number}")
-    return number
+    return _number(values, key, default, zero_allowed=True)
 
 
 def _clock(values: dict[str, str], key: str, default: str) -> str:

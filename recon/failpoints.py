@@ -57,6 +57,15 @@ def _first_attempt() -> bool:
     return not activity.in_activity() or activity.info().attempt == 1
 
 
+def _signal_self(where: str, what: str, sig: signal.Signals) -> None:
+    """Say it (and flush it: the process may never run again), then send ourselves `sig`."""
+    _log().error("failpoint %s reached: %s", where, what, extra={"failpoint": where})
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    sys.stderr.flush()
+    os.kill(os.getpid(), sig)
+
+
 def hit(step: str, position: int | str) -> None:
     where = f"{step}:{position}"
     action = _points().get(where)
@@ -65,18 +74,10 @@ def hit(step: str, position: int | str) -> None:
     if action == "exit" or (action == "first" and _first_attempt()):
         _exit(where)
     elif action == "kill":
-        _log().error("failpoint %s reached: SIGKILL", where, extra={"failpoint": where})
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
+        _signal_self(where, "SIGKILL", signal.SIGKILL)
     elif action == "stop" and where not in _fired:
         _fired.add(where)
-        _log().error("failpoint %s reached: freezing", where, extra={"failpoint": where})
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        sys.stderr.flush()
-        os.kill(os.getpid(), signal.SIGSTOP)
+        _signal_self(where, "freezing", signal.SIGSTOP)
     elif action == "temporary" and where not in _fired:
         _fired.add(where)
         raise ConnectionResetError(f"failpoint {where}: a temporary error")

@@ -121,6 +121,16 @@ SELECT (SELECT count(*) FROM m) AS expected,
 """
 
 
+async def ever_undone(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> bool:
+    """Has anything of this night ever been reversed? If not, every entry is live and every key
+    is the generation-1 key, and the steps can skip the per-row live checks."""
+    return bool(await conn.fetchval(
+        "SELECT recon_generation($1) > 1 OR EXISTS (SELECT 1 FROM ledger_entries"
+        " WHERE workflow_id = $1 AND reverses IS NOT NULL)",
+        workflow_id,
+    ))
+
+
 async def verify_adjustments(
     conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
 ) -> int:
