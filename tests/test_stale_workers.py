@@ -44,6 +44,7 @@ async def test_a_worker_frozen_inside_a_posting_transaction_is_fenced_out_in_sec
     summary = await asyncio.wait_for(handle.result(), 60)
     took = time.monotonic() - froze_at
     assert summary.status == "Completed"
+    print(f"run finished {took:.1f} s after the freeze (bound {3 * HEARTBEAT:.0f} s)")
     assert took < 3 * HEARTBEAT, f"the frozen lock holder stalled the run for {took:.1f}s"
     rows = await ledger_rows(pool, handle.id)
     assert len(rows) == 40 == len({r["reference"] for r in rows})
