@@ -13,6 +13,7 @@ from temporalio import activity
 from activities import resources
 from activities.step import business_step
 from recon.models import Count, StepInput
+from recon.store.statistics import refresh_statistics
 
 _COPY = """
 WITH fresh AS (
@@ -40,5 +41,7 @@ async def fetch_invoices(step: StepInput) -> Count:
             have = await conn.fetchval(
                 "SELECT count(*) FROM run_invoices WHERE workflow_id = $1", step.workflow_id
             )
+    # The extraction reads this table by seq range, once per batch: plan on the night's rows.
+    await refresh_statistics(resources.pool(), "run_invoices")
     activity.logger.info("fetched %s invoices for %s", have, step.workflow_id)
     return Count(count=int(have))

@@ -12,6 +12,7 @@ from temporalio import activity
 from activities import resources
 from activities.step import business_step
 from recon.models import Count, StepInput
+from recon.store.statistics import refresh_statistics
 
 
 async def _locked(conn: asyncpg.Connection, workflow_id: str) -> None:
@@ -21,14 +22,17 @@ async def _locked(conn: asyncpg.Connection, workflow_id: str) -> None:
 
 async def _fill_once(workflow_id: str, table: str, insert: str) -> Count:
     """Fill the run's rows of `table` in one transaction, unless an earlier attempt already did:
-    the rows are a function of the run's saved inputs, so the first complete fill stands."""
+    the rows are a function of the run's saved inputs, so the first complete fill stands. The
+    next steps then plan on statistics that know the night's rows (recon/store/statistics.py)."""
     count = f"SELECT count(*) FROM {table} WHERE workflow_id = $1"
-    async with resources.pool().acquire() as conn, conn.transaction():
-        await _locked(conn, workflow_id)
-        have = await conn.fetchval(count, workflow_id)
-        if not have:
-            await conn.execute(insert, workflow_id)
+    async with resources.pool().acquire() as conn:
+        async with conn.transaction():
+            await _locked(conn, workflow_id)
             have = await conn.fetchval(count, workflow_id)
+            if not have:
+                await conn.execute(insert, workflow_id)
+                have = await conn.fetchval(count, workflow_id)
+        await refresh_statistics(conn, table)
     return Count(count=int(have))
 
 
@@ -37,6 +41,8 @@ async def _fill_once(workflow_id: str, table: str, insert: str) -> Count:
 async def match_orders(step: StepInput) -> Count:
     """Step 3. A line whose PO does not exist, is another supplier's, or lacks the SKU is parked;
     so is a second line billing a PO line that another line of this run already billed."""
+    # The extraction filled these in many small transactions: plan on what they hold now.
+    await refresh_statistics(resources.pool(), "invoice_lines", "extractions")
     async with resources.pool().acquire() as conn, conn.transaction():
         await _locked(conn, step.workflow_id)
         await conn.execute(
@@ -89,6 +95,7 @@ async def match_orders(step: StepInput) -> Count:
             "SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = 'match_orders'",
             step.workflow_id,
         )
+    await refresh_statistics(resources.pool(), "line_matches")
     return Count(count=int(matched), parked=int(parked))
 
 
@@ -125,6 +132,7 @@ async def read_stock(step: StepInput) -> Count:
             step.workflow_id,
             lines,
         )
+    await refresh_statistics(resources.pool(), "stock_snapshots")
     return Count(count=int(lines))
 
 

@@ -402,7 +402,8 @@ def _code_version() -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    state = Path(tempfile.mkdtemp(prefix="recon-bench-night-"))
+    state = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="recon-bench-night-"))
+    state.mkdir(parents=True, exist_ok=True)
     nights: list[Night] = []
     port, ui_port = free_port(), free_port()
     print(f"starting embedded Temporal (:{port}, in memory) and Postgres in {state} ...", flush=True)
@@ -424,7 +425,8 @@ async def run(args: argparse.Namespace) -> int:
             finally:
                 await pool.close()
     finally:
-        shutil.rmtree(state, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(state, ignore_errors=True)
 
     for n in nights:
         show_night(n)
@@ -443,6 +445,9 @@ def main() -> None:
                         help="worker processes sharing the night (0: one worker in this process)")
     parser.add_argument("--progress-every", type=float, default=30.0,
                         help="seconds between progress lines on stderr")
+    parser.add_argument("--keep", metavar="DIR", default=None,
+                        help="keep the stack's data in DIR (Postgres can be started on it again to "
+                             "read the night's rows or EXPLAIN its statements)")
     args = parser.parse_args()
     if min(args.invoices, args.repeats) < 1 or min(args.mismatches, args.workers) < 0 \
             or args.progress_every <= 0:

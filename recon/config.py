@@ -138,7 +138,7 @@ def load_settings() -> Settings:
         task_queue=values.get("RECON_TASK_QUEUE", "recon"),
         warehouse=values.get("RECON_WAREHOUSE", "ldh"),
         finance_head_email=values.get("RECON_FINANCE_HEAD", "finance.head@distributor.example"),
-        post_batch_size=_int(values, "RECON_POST_BATCH", 500),
+        post_batch_size=_int(values, "RECON_POST_BATCH", 5000),
         extract_batch_size=_int(values, "RECON_EXTRACT_BATCH", 50),
         extract_concurrency=_int(values, "RECON_EXTRACT_CONCURRENCY", 8),
         openai_api_key=values.get("OPENAI_API_KEY"),

@@ -30,7 +30,7 @@ class RunRequest(BaseModel):
     warehouse: str
     finance_head_email: str = "finance.head@distributor.example"
     extract_batch_size: int = 50
-    post_batch_size: int = 500
+    post_batch_size: int = 5000
     heartbeat_seconds: float = 2.0
     # The gate before debit notes (the irreversible step) hands over when any of these is crossed.
     max_parked_invoice_ratio: float = 0.10
@@ -64,7 +64,7 @@ class ExtractBatch(BaseModel):
 class PostInput(BaseModel):
     workflow_id: str
     warehouse: str
-    batch_size: int = 500
+    batch_size: int = 5000
     supplier_id: str | None = None  # a redo of one supplier; None: the whole night
 
 

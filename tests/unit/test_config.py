@@ -18,7 +18,7 @@ def test_defaults_with_nothing_set() -> None:
     assert (s.temporal_address, s.temporal_namespace, s.database_url) == ("localhost:7233", "default", None)
     assert (s.task_queue, s.warehouse) == ("recon", "ldh")
     assert s.finance_head_email == "finance.head@distributor.example"
-    assert (s.post_batch_size, s.extract_batch_size, s.extract_concurrency) == (500, 50, 8)
+    assert (s.post_batch_size, s.extract_batch_size, s.extract_concurrency) == (5000, 50, 8)
     assert (s.openai_api_key, s.openai_base_url, s.model) == (None, None, "gpt-4o-mini")
     assert s.failpoints == ""
     assert (s.gate_max_parked_ratio, s.gate_max_total_paise, s.gate_max_adjustment_share) == (0.10, 0, 0.05)
