@@ -115,11 +115,11 @@ async def read_stock(step: StepInput) -> Count:
             """
             WITH snap AS (
                 INSERT INTO stock_snapshots (workflow_id, po_number, sku, qty_received)
-                SELECT $1, m.po_number, m.sku,
-                       coalesce((SELECT sum(g.qty_received) FROM goods_receipts g
-                                 WHERE g.po_number = m.po_number AND g.sku = m.sku
-                                   AND g.warehouse = $2), 0)
+                SELECT $1, m.po_number, m.sku, coalesce(sum(g.qty_received), 0)
                 FROM (SELECT DISTINCT po_number, sku FROM line_matches WHERE workflow_id = $1) m
+                LEFT JOIN goods_receipts g
+                       ON g.po_number = m.po_number AND g.sku = m.sku AND g.warehouse = $2
+                GROUP BY m.po_number, m.sku
                 RETURNING 1
             )
             SELECT count(*) FROM snap

@@ -71,6 +71,7 @@ FIRST_DATE = date(2031, 1, 1)
 HISTORY_WARN, HISTORY_LIMIT = 10_240, 51_200
 PAYLOAD_WARN = 256 * 1024
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
+MASTER_TABLES = ("suppliers", "purchase_orders", "po_lines", "goods_receipts", "invoices", "stock_levels")
 
 _COUNTS = """
 SELECT
@@ -236,6 +237,13 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
     print(f"  {day}: seeded {invoices:,} invoices ({mismatches:,} adjustments due, "
           f"{len(seeded.unreadable)} unreadable, {len(seeded.no_po_invoices)} citing no PO, "
           f"{len(seeded.unknown_sku_lines)} unknown SKUs) in {seed_seconds:.1f} s", flush=True)
+    # A production night starts on settled master data (loaded during the day, long vacuumed and
+    # analyzed); a freshly seeded one would have autovacuum's first pass over ~700 MB of new rows
+    # land in the middle of the night it measures. Not counted in the night's time.
+    started = time.perf_counter()
+    await pool.execute(f"VACUUM (ANALYZE) {', '.join(MASTER_TABLES)}")
+    print(f"  {day}: master data vacuumed and analyzed in {time.perf_counter() - started:.1f} s "
+          "(as a production database is at the start of a night)", flush=True)
 
     settings = replace(
         stack.settings(),
