@@ -19,9 +19,10 @@ from activities.step import business_step, report_progress
 from recon import failpoints
 from recon.extraction.offline_extractor import OfflineExtractor
 from recon.extraction.openai_model import OpenAIExtractor
-from recon.extraction.results import STEP, write_results
+from recon.extraction.results import STEP
 from recon.fencing import Fence, scope_for
 from recon.models import Count, ExtractBatch
+from recon.store.extractions import write_results
 
 OFFLINE_GROUP = 250  # invoices per transaction for the offline parser
 

@@ -149,11 +149,12 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
     import asyncpg
 
     from recon.seed import seed_night
+    from recon.store.chaos_checks import create_database
 
     admin = await asyncpg.connect(stack.postgres.url)
     try:
         for night in ("control", "chaos"):
-            await admin.execute(f'CREATE DATABASE "{night}"')
+            await create_database(admin, night)
     finally:
         await admin.close()
     for night in ("control", "chaos"):

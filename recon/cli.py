@@ -425,7 +425,7 @@ def demo(
 def handovers() -> None:
     """Runs waiting for a person's decision."""
 
-    from recon.mail.handovers import open_handovers
+    from recon.store.mail_handovers import open_handovers
 
     async def go():
         pool = await _pool()

@@ -16,6 +16,7 @@ from datetime import date
 import asyncpg
 
 from recon.layouts import LAYOUTS, Document, DocumentLine, render, render_unreadable
+from recon.store import seeding
 
 _NAMES = [
     "Sharma Foods", "Gupta Traders", "Annapurna Mills", "Kaveri Agro", "Punjab Dairy",
@@ -267,41 +268,14 @@ async def seed_night(
     plan = plan_night(business_date, warehouse, invoices, mismatches, seed)
     day = date.fromisoformat(business_date)
     async with pool.acquire() as conn, conn.transaction():
-        existing = await conn.fetchval(
-            "SELECT count(*) FROM invoices WHERE business_date = $1 AND warehouse = $2",
-            day,
-            warehouse,
-        )
+        existing = await seeding.invoices_of_night(conn, day, warehouse)
         if existing:
             raise SeedError(
                 f"{business_date} at {warehouse} already has {existing} invoices; "
                 "seed another date or warehouse"
             )
-        await conn.executemany(
-            "INSERT INTO suppliers (supplier_id, name, email) VALUES ($1, $2, $3)"
-            " ON CONFLICT (supplier_id) DO NOTHING",
-            plan.suppliers,
-        )
+        await seeding.write_suppliers(conn, plan.suppliers)
         for chunk in night_chunks(plan):
-            await conn.copy_records_to_table(
-                "purchase_orders", records=chunk.purchase_orders,
-                columns=["po_number", "supplier_id", "warehouse", "ordered_on"],
-            )
-            await conn.copy_records_to_table(
-                "po_lines", records=chunk.po_lines,
-                columns=["po_number", "sku", "description", "qty_ordered", "unit_price_paise"],
-            )
-            await conn.copy_records_to_table(
-                "goods_receipts", records=chunk.goods_receipts,
-                columns=["po_number", "sku", "warehouse", "qty_received", "received_on"],
-            )
-            await conn.copy_records_to_table(
-                "invoices", records=chunk.invoices,
-                columns=["invoice_no", "supplier_id", "business_date", "warehouse", "document"],
-            )
-        await conn.executemany(
-            "INSERT INTO stock_levels (warehouse, sku, qty_on_hand) VALUES ($1, $2, $3)"
-            " ON CONFLICT (warehouse, sku) DO NOTHING",
-            stock_rows(plan),
-        )
+            await seeding.copy_night_rows(conn, chunk)
+        await seeding.write_stock_levels(conn, stock_rows(plan))
     return plan.result

@@ -1,20 +1,13 @@
-"""Recording extraction results in groups: a few statements per group of invoices, not one
-transaction per invoice.
+"""One invoice's extraction result, as step 2 checks it before anything is stored.
 
-Used by both paths of step 2: the offline parser records each group of documents it read (one
-`model_calls` row per invoice, inserted here), and the paid model's writer records the answers
-that arrived in the last few milliseconds (their `model_calls` rows exist already: they were
-written before the requests were sent, and are settled here as `answered`).
-
-Same rules as one invoice at a time: an invoice whose extraction is already stored (a racing
-attempt got there first) keeps its first lines; the call is still on record, because it was made.
+Both paths of step 2 produce `Result`s: the offline parser for each document it read, the paid
+model's writer for each answer that arrived. They are stored in groups, a few statements per
+group of invoices (`recon.store.extractions.write_results`), not one transaction per invoice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import asyncpg
 
 from recon.extraction.schema import ExtractedInvoice, UnreadableInvoice
 
@@ -60,90 +53,3 @@ class Result:
             if not self.unreadable.evidence:
                 self.unreadable.evidence = document[:200]
         return self
-
-
-_INSERT_CALLS = """
-INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response,
-                         outcome, settled_at)
-SELECT $1, x.invoice_no, $2, $3, x.request, x.response, 'answered', now()
-FROM unnest($4::text[], $5::text[], $6::text[]) AS x(invoice_no, request, response)
-RETURNING id, invoice_no
-"""
-
-_SETTLE_ANSWERED = """
-UPDATE model_calls m
-SET outcome = 'answered', response = x.response, prompt_tokens = x.pt,
-    completion_tokens = x.ct, settled_at = now(), status_code = 200
-FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[]) AS x(id, response, pt, ct)
-WHERE m.id = x.id
-"""
-
-_EXTRACTIONS_AND_LINES = """
-WITH fresh AS (
-    INSERT INTO extractions (workflow_id, invoice_no, model_call_id, po_number, line_count)
-    SELECT $1, x.invoice_no, x.call_id, x.po, x.n
-    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::int[]) AS x(invoice_no, call_id, po, n)
-    ON CONFLICT DO NOTHING
-    RETURNING invoice_no
-)
-INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
-                           description, qty, unit_price_paise)
-SELECT $1, x.invoice_no, x.n, x.supplier, x.po, x.sku, x.description, x.qty, x.price
-FROM unnest($6::text[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[],
-            $12::int[], $13::bigint[])
-     AS x(invoice_no, n, supplier, po, sku, description, qty, price)
-WHERE x.invoice_no IN (SELECT invoice_no FROM fresh)
-"""
-
-PARK_MANY = """
-INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, reason, evidence)
-SELECT $1, 'invoice:' || x.invoice_no, $2, x.invoice_no, left(x.reason, 500), left(x.evidence, 2000)
-FROM unnest($3::text[], $4::text[], $5::text[]) AS x(invoice_no, reason, evidence)
-ON CONFLICT (workflow_id, item_key) DO NOTHING
-"""
-
-
-async def write_results(
-    conn: asyncpg.Connection, workflow_id: str, extractor: str, model: str, results: list[Result]
-) -> None:
-    """Record a group of results; the caller owns the transaction (one commit per group)."""
-    if not results:
-        return
-    new_calls = [r for r in results if r.call_id is None]
-    settled = [r for r in results if r.call_id is not None]
-    if new_calls:
-        rows = await conn.fetch(
-            _INSERT_CALLS, workflow_id, extractor, model,
-            [r.invoice_no for r in new_calls], [storable(r.request) for r in new_calls],
-            [storable(r.response) for r in new_calls],
-        )
-        ids = {row["invoice_no"]: row["id"] for row in rows}
-        for r in new_calls:
-            r.call_id = ids[r.invoice_no]
-    if settled:
-        await conn.execute(
-            _SETTLE_ANSWERED, [r.call_id for r in settled],
-            [storable(r.response) for r in settled],
-            [r.prompt_tokens for r in settled], [r.completion_tokens for r in settled],
-        )
-    found = [r for r in results if r.found is not None]
-    if found:
-        lines = [(r, ln) for r in found for ln in r.found.lines]  # type: ignore[union-attr]
-        await conn.execute(
-            _EXTRACTIONS_AND_LINES, workflow_id,
-            [r.invoice_no for r in found], [r.call_id for r in found],
-            [r.found.po_number for r in found],  # type: ignore[union-attr]
-            [len(r.found.lines) for r in found],  # type: ignore[union-attr]
-            [r.invoice_no for r, _ in lines], [ln.line_no for _, ln in lines],
-            [r.supplier_id for r, _ in lines],
-            [r.found.po_number for r, _ in lines],  # type: ignore[union-attr]
-            [ln.sku for _, ln in lines], [ln.description for _, ln in lines],
-            [ln.quantity for _, ln in lines], [ln.unit_price_paise for _, ln in lines],
-        )
-    unreadable = [r for r in results if r.unreadable is not None]
-    if unreadable:
-        await conn.execute(
-            PARK_MANY, workflow_id, STEP, [r.invoice_no for r in unreadable],
-            [storable(r.unreadable.reason) for r in unreadable],  # type: ignore[union-attr]
-            [storable(r.unreadable.evidence) for r in unreadable],  # type: ignore[union-attr]
-        )
