@@ -23,13 +23,13 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from recon.config import state_dir
 from recon.db import connect_pool, migrate
 from recon.devstack import RunningStack, embedded_stack
+from recon.documents.seed import seed_night
 from recon.embedded import free_port, port_open
 from recon.history import read_history
 from recon.inspection import inspect_run
 from recon.mail.demo_mail import deliver_demo_mail
 from recon.mail.smtp_sink import MailSink
 from recon.models import STEPS, PostResult
-from recon.seed import seed_night
 from recon.store.chaos_checks import ledger_rows
 from recon.temporal_client import connect
 

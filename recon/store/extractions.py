@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from recon.extraction.results import STEP, storable
+from recon.documents.extraction.results import STEP, storable
 
 if TYPE_CHECKING:
-    from recon.extraction.results import Result
+    from recon.documents.extraction.results import Result
 
 
 _INSERT_CALLS = """

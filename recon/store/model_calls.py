@@ -3,7 +3,7 @@ sent and settled when it ends, so a crash re-pays only the requests that were in
 (docs/model-calls.md). The grouped answer writes are in `recon.store.extractions`.
 
 The book's own connection runs with `synchronous_commit = off`: an answer is durable against a
-dying worker as soon as the commit returns (recon/extraction/call_book.py says why that is safe).
+dying worker as soon as the commit returns (recon/documents/extraction/call_book.py says why that is safe).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 if TYPE_CHECKING:
-    from recon.seed import NightChunk
+    from recon.documents.seed import NightChunk
 
 
 async def invoices_of_night(conn: asyncpg.Connection, day: date, warehouse: str) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 
 import asyncpg
 
-from recon.extraction.results import Result, storable
+from recon.documents.extraction.results import Result, storable
 from recon.store import extractions, model_calls
 
 MAX_GROUP = 500

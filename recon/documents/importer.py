@@ -21,8 +21,8 @@ from pathlib import Path
 
 import asyncpg
 
-from recon.extraction.offline import parse_document
-from recon.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
+from recon.documents.extraction.offline import parse_document
+from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
 from recon.store import seeding
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recon.extraction.schema import ExtractedInvoice, UnreadableInvoice
+from recon.documents.extraction.schema import ExtractedInvoice, UnreadableInvoice
 
 STEP = "extract_lines"
 
