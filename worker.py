@@ -22,7 +22,7 @@ from activities.registry import ACTIVITIES
 from recon import logs, metrics
 from recon.config import Settings, load_settings
 from recon.db import connect_pool, migrate
-from recon.extraction import make_extractor
+from recon.documents.extraction import make_extractor
 from recon.mail.run import start_sender
 from recon.temporal_client import connect
 from workflows.registry import WORKFLOWS

@@ -19,11 +19,12 @@ from activities import fences, resources
 from activities.extract_paid import extract_paid
 from activities.step import business_step, report_progress
 from recon import failpoints
-from recon.extraction.offline_extractor import OfflineExtractor
-from recon.extraction.openai_model import OpenAIExtractor
-from recon.extraction.results import STEP, write_results
+from recon.documents.extraction.offline_extractor import OfflineExtractor
+from recon.documents.extraction.openai_model import OpenAIExtractor
+from recon.documents.extraction.results import STEP
 from recon.fencing import Fence, scope_for
 from recon.models import Count, ExtractBatch
+from recon.store.extractions import write_results
 
 OFFLINE_GROUP = 250  # invoices per transaction for the offline parser
 # Documents parsed between two yields to the event loop: the worker's other activities (and their

@@ -29,15 +29,16 @@ from temporalio.exceptions import ApplicationError
 from activities.step import report_progress
 from recon import failpoints
 from recon.config import Settings
-from recon.extraction import read_answer
-from recon.extraction.call_book import MARK_LOST, CallBook
-from recon.extraction.failures import Failure, describe
-from recon.extraction.openai_model import OpenAIExtractor
-from recon.extraction.pace import pace_for
-from recon.extraction.results import STEP, Result
-from recon.extraction.schema import UnreadableInvoice
+from recon.documents.extraction import read_answer
+from recon.documents.extraction.call_book import CallBook
+from recon.documents.extraction.failures import Failure, describe
+from recon.documents.extraction.openai_model import OpenAIExtractor
+from recon.documents.extraction.pace import pace_for
+from recon.documents.extraction.results import STEP, Result
+from recon.documents.extraction.schema import UnreadableInvoice
 from recon.fencing import Fence, ensure_still_held
 from recon.models import Count
+from recon.store.model_calls import MARK_LOST
 
 MODEL_FAILED = "model failed"  # how parked reasons of this kind begin (counted for the share)
 MIN_SHARE_BASE = 20  # a batch's share is judged on at least this many invoices

@@ -9,7 +9,7 @@ import asyncpg
 from temporalio.client import Client
 
 from recon.config import Settings
-from recon.extraction import Extractor
+from recon.documents.extraction import Extractor
 
 _pool: asyncpg.Pool | None = None
 _extractor: Extractor | None = None

@@ -4,7 +4,7 @@
 
 Starts its own embedded Temporal dev server (in memory, free ports) and embedded PostgreSQL in a
 temporary directory, applies the migrations, and for each of R nights (different dates, one stack):
-seeds the night with `recon.seed.seed_night`, starts a real worker in this process on a task queue
+seeds the night with `recon.documents.seed.seed_night`, starts a real worker in this process on a task queue
 of its own (or, with --workers W, W `recon worker` processes sharing that queue), starts the run
 with `starter.start_night` and waits for its result. Then it reads the
 run's event history and Postgres and prints:
@@ -60,10 +60,10 @@ from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa:
 from bench.plain import Plain, plain_cost  # noqa: E402
 from recon.db import connect_pool, migrate  # noqa: E402
 from recon.devstack import RunningStack, embedded_stack  # noqa: E402
+from recon.documents.seed import seed_night  # noqa: E402
 from recon.embedded import free_port  # noqa: E402
 from recon.models import STEPS, workflow_id_for  # noqa: E402
 from recon.money import rupees  # noqa: E402
-from recon.seed import seed_night  # noqa: E402
 from recon.temporal_client import connect  # noqa: E402
 
 WAREHOUSE = "ldh"

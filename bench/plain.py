@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon.extraction.offline import parse_document
-from recon.extraction.schema import UnreadableInvoice
+from recon.documents.extraction.offline import parse_document
+from recon.documents.extraction.schema import UnreadableInvoice
 
 RUN_TABLES = (
     "run_invoices", "invoice_reads", "model_calls", "extractions", "invoice_lines",

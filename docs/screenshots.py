@@ -24,9 +24,9 @@ sys.path.insert(0, str(ROOT))
 
 from recon.config import load_settings  # noqa: E402
 from recon.devstack import embedded_stack, prepare_database  # noqa: E402
+from recon.documents.seed import seed_night  # noqa: E402
 from recon.embedded import free_port  # noqa: E402
 from recon.models import Decision  # noqa: E402
-from recon.seed import seed_night  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 DAY, WAREHOUSE = "2026-10-13", "ldh"

@@ -148,12 +148,13 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
 async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
     import asyncpg
 
-    from recon.seed import seed_night
+    from recon.documents.seed import seed_night
+    from recon.store.chaos_checks import create_database
 
     admin = await asyncpg.connect(stack.postgres.url)
     try:
         for night in ("control", "chaos"):
-            await admin.execute(f'CREATE DATABASE "{night}"')
+            await create_database(admin, night)
     finally:
         await admin.close()
     for night in ("control", "chaos"):

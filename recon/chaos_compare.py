@@ -9,18 +9,7 @@ from __future__ import annotations
 
 import asyncpg
 
-# (table, key columns, compared columns); every row belongs to one run (workflow_id = $1).
-TABLES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
-    ("ledger_entries", ("reference",),
-     ("invoice_no", "supplier_id", "line_no", "kind", "amount_paise", "reverses", "memo")),
-    ("stock_movements", ("key",),
-     ("warehouse", "sku", "qty", "supplier_id", "invoice_no", "line_no", "note", "reverses")),
-    ("outbox", ("key",),
-     ("kind", "supplier_id", "recipient", "subject", "body", "amount_paise", "reverses")),
-    ("parked_items", ("item_key",), ("step", "invoice_no", "line_no", "reason", "evidence")),
-]
-MODEL_CALLS = ("SELECT invoice_no, count(*) AS requests FROM model_calls WHERE workflow_id = $1 "
-               "GROUP BY invoice_no")
+from recon.store import chaos_checks
 
 Rows = dict[tuple, dict]
 
@@ -34,15 +23,14 @@ async def snapshot(url: str, workflow_id: str) -> dict[str, Rows]:
     conn = await asyncpg.connect(url, timeout=10)
     try:
         tables: dict[str, Rows] = {}
-        for table, keys, columns in TABLES:
-            records = await conn.fetch(
-                f"SELECT {', '.join(keys + columns)} FROM {table} WHERE workflow_id = $1", workflow_id)
+        for table, keys, columns in chaos_checks.TABLES:
+            records = await chaos_checks.table_rows(conn, table, keys, columns, workflow_id)
             tables[table] = {
                 tuple(_normalise(r[k], workflow_id) for k in keys):
                     {c: _normalise(r[c], workflow_id) for c in columns}
                 for r in records
             }
-        calls = await conn.fetch(MODEL_CALLS, workflow_id)
+        calls = await chaos_checks.requests_per_invoice(conn, workflow_id)
         tables["model_calls"] = {(r["invoice_no"],): {"requests": r["requests"]} for r in calls}
         return tables
     finally:
@@ -82,10 +70,7 @@ async def repeated_requests(url: str, workflow_id: str, most: int = 5) -> list[t
     this tells a request resent after a kill from one sent by a stale attempt that woke up."""
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        rows = await conn.fetch(
-            "SELECT invoice_no, array_agg(called_at ORDER BY called_at) AS at FROM model_calls "
-            "WHERE workflow_id = $1 GROUP BY invoice_no HAVING count(*) > 1 ORDER BY 1 LIMIT $2",
-            workflow_id, most)
+        rows = await chaos_checks.repeated_requests(conn, workflow_id, most)
         return [(r["invoice_no"], list(r["at"])) for r in rows]
     finally:
         await conn.close()

@@ -14,14 +14,7 @@ from dataclasses import dataclass
 import asyncpg
 from temporalio.client import Client, WorkflowExecutionStatus
 
-_PROGRESS_SQL = "SELECT " + " + ".join(
-    f"(SELECT count(*) FROM {table} WHERE workflow_id = $1)"
-    for table in ("invoice_reads", "run_invoices", "model_calls", "line_matches", "stock_snapshots",
-                  "comparisons", "mismatches", "ledger_entries", "stock_movements", "outbox",
-                  "parked_items")
-)
-_PENDING_HANDOVER = ("SELECT step, error_type, error_message, posted::text FROM handovers "
-                     "WHERE workflow_id = $1 AND decision IS NULL ORDER BY handover_no LIMIT 1")
+from recon.store import chaos_checks
 
 
 @dataclass
@@ -53,8 +46,8 @@ class Watcher:
         try:
             if self.conn is None or self.conn.is_closed():
                 self.conn = await asyncpg.connect(self.url, timeout=2)
-            rows = await self.conn.fetchval(_PROGRESS_SQL, self.workflow_id, timeout=2)
-            pending = await self.conn.fetchrow(_PENDING_HANDOVER, self.workflow_id, timeout=2)
+            rows = await chaos_checks.progress_rows(self.conn, self.workflow_id, timeout=2)
+            pending = await chaos_checks.pending_handover(self.conn, self.workflow_id, timeout=2)
             if pending is not None:
                 handover = (f"{pending['step']}: {pending['error_type']}: "
                             f"{pending['error_message']}".splitlines()[0][:400]

@@ -21,11 +21,11 @@ from rich.table import Table
 from recon.config import load_settings, state_dir
 from recon.db import DatabaseUnavailable, connect_pool, migrate
 from recon.deciding import DecisionRefused
+from recon.documents.importer import ImportProblem
+from recon.documents.seed import SeedError
 from recon.embedded import StackError
-from recon.importer import ImportProblem
 from recon.inspection import UnknownRun
 from recon.redoing import RedoRefused
-from recon.seed import SeedError
 from recon.temporal_client import TemporalUnavailable
 from recon.undoing import UndoRefused
 
@@ -183,7 +183,7 @@ def seed(
                                        max=MAX_SEED_VALUE)] = 7,
 ) -> None:
     """Create a deterministic, realistic night of invoices, orders and receipts."""
-    from recon.seed import seed_night
+    from recon.documents.seed import seed_night
 
     day, wh = _date(date_), _warehouse(warehouse)
     if mismatches > invoices:
@@ -213,7 +213,7 @@ def import_(
     supplier: Annotated[str | None, typer.Option(help="Sender for files that do not name one.")] = None,
 ) -> None:
     """Load invoice documents from files (file name = invoice number)."""
-    from recon.importer import import_directory
+    from recon.documents.importer import import_directory
 
     day, wh = _date(date_), _warehouse(warehouse)
 
@@ -425,7 +425,7 @@ def demo(
 def handovers() -> None:
     """Runs waiting for a person's decision."""
 
-    from recon.mail.handovers import open_handovers
+    from recon.store.mail_handovers import open_handovers
 
     async def go():
         pool = await _pool()
@@ -621,7 +621,7 @@ def chaos(
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
                      business_date=_date(date_), timeout=timeout)
-    from recon.seed import plan_night
+    from recon.documents.seed import plan_night
 
     plan_night(plan.business_date, "chaos", plan.invoices, plan.mismatches, plan.seed)  # bad input
     # soft_wrap: each fault and the verdict stay one line however long, also when piped.

@@ -15,7 +15,7 @@ ENV_FILE_NAME = "env"
 
 def state_dir() -> Path:
     """Where the embedded stack keeps its data: `.recon/` in the working directory by default."""
-    return Path(os.environ.get("RECON_HOME", ".recon")).resolve()
+    return Path(os.environ.get("RECON_HOME", str(DEFAULTS["RECON_HOME"]))).resolve()
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -39,8 +39,54 @@ def write_env_file(path: Path, values: dict[str, str]) -> None:
     path.write_text(body)
 
 
+# Every variable recon reads, with its default (None: unset). The one place defaults live: the
+# README's Configuration table and RunRequest's defaults are held to this table by
+# tests/unit/test_readme_config.py, and a variable read without an entry here fails at once.
+DEFAULTS: dict[str, str | int | float | None] = {
+    "TEMPORAL_ADDRESS": "localhost:7233",
+    "TEMPORAL_NAMESPACE": "default",
+    "DATABASE_URL": None,
+    "RECON_TASK_QUEUE": "recon",
+    "RECON_WAREHOUSE": "ldh",
+    "RECON_HOME": ".recon",
+    "OPENAI_API_KEY": None,
+    "OPENAI_BASE_URL": None,
+    "RECON_MODEL": "gpt-4o-mini",
+    "RECON_POST_BATCH": 5000,
+    "RECON_EXTRACT_BATCH": 50,
+    "RECON_EXTRACT_CONCURRENCY": 8,
+    "RECON_HEARTBEAT_SECONDS": 2.0,
+    "RECON_OUTAGE_WINDOW": 1800.0,
+    "RECON_MODEL_PRICE_IN": 0.0,
+    "RECON_MODEL_PRICE_OUT": 0.0,
+    "RECON_MODEL_RPM": 0,
+    "RECON_MODEL_TPM": 0,
+    "RECON_MODEL_TIMEOUT": 60.0,
+    "RECON_MODEL_TRIES": 3,
+    "RECON_MODEL_RETRY_WAIT": 1.0,
+    "RECON_MODEL_MAX_FAILED_SHARE": 0.10,
+    "RECON_GATE_MAX_PARKED_RATIO": 0.10,
+    "RECON_GATE_MAX_ADJUSTMENT_SHARE": 0.05,
+    "RECON_GATE_MAX_TOTAL_PAISE": 0,
+    "RECON_FINANCE_HEAD": "finance.head@distributor.example",
+    "RECON_REMINDER_UTC": "03:30:00",
+    "SMTP_URL": None,
+    "RECON_MAIL_FROM": "recon@distributor.example",
+    "RECON_MAIL_RETRY_SECONDS": 5.0,
+    "RECON_MAIL_POLL_SECONDS": 30.0,
+    "RECON_SENDER_LANES": 4,
+    "RECON_LOG_FORMAT": None,  # console in a terminal, JSON otherwise (recon/logs.py)
+    "RECON_LOG_LEVEL": "INFO",
+    "RECON_METRICS_PORT": 0,
+    "RECON_METRICS_REFRESH": 10.0,
+    "RECON_FAILPOINTS": "",
+}
+
+
 @dataclass(frozen=True)
 class Settings:
+    """What `load_settings` read; every default comes from DEFAULTS (no field restates one)."""
+
     temporal_address: str
     temporal_namespace: str
     database_url: str | None
@@ -59,27 +105,45 @@ class Settings:
     gate_max_adjustment_share: float
     heartbeat_seconds: float
     reminder_utc_time: str
-    outage_window_seconds: float = 1800.0
+    outage_window_seconds: float
     # Mail delivery (recon/mail/): no SMTP_URL means nothing is sent; `recon dev` sets one.
-    smtp_url: str | None = None
-    mail_from: str = "recon@distributor.example"
-    mail_retry_seconds: float = 5.0
-    mail_poll_seconds: float = 30.0
-    sender_lanes: int = 4
-    # the paid model (see recon/extraction/model_calls.py): limits, prices and per-invoice retries
-    model_timeout: float = 60.0
-    model_rpm: int = 0
-    model_tpm: int = 0
-    model_price_in: float = 0.0
-    model_price_out: float = 0.0
-    model_tries: int = 3
-    model_retry_wait: float = 1.0
-    model_max_failed_share: float = 0.10
-    metrics_port: int = 0  # RECON_METRICS_PORT: Prometheus endpoint of the worker; 0 = none
-    metrics_refresh_seconds: float = 10.0  # RECON_METRICS_REFRESH: gauges read from Postgres
+    smtp_url: str | None
+    mail_from: str
+    mail_retry_seconds: float
+    mail_poll_seconds: float
+    sender_lanes: int
+    # the paid model (see docs/model-calls.md): limits, prices and per-invoice retries
+    model_timeout: float
+    model_rpm: int
+    model_tpm: int
+    model_price_in: float
+    model_price_out: float
+    model_tries: int
+    model_retry_wait: float
+    model_max_failed_share: float
+    metrics_port: int  # RECON_METRICS_PORT: Prometheus endpoint of the worker; 0 = none
+    metrics_refresh_seconds: float  # RECON_METRICS_REFRESH: gauges read from Postgres
 
 
-def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> int:
+def default_of(key: str) -> str | int | float | None:
+    """The default of one variable; a name missing from DEFAULTS is a bug, so it raises."""
+    return DEFAULTS[key]
+
+
+def _text(values: dict[str, str], key: str) -> str | None:
+    default = default_of(key)
+    return values.get(key, None if default is None else str(default))
+
+
+def _str(values: dict[str, str], key: str) -> str:
+    text = _text(values, key)
+    assert text is not None, f"{key} has no default"
+    return text
+
+
+def _int(values: dict[str, str], key: str, minimum: int = 1) -> int:
+    default = default_of(key)
+    assert isinstance(default, int)
     raw = values.get(key)
     if raw is None or raw == "":
         return default
@@ -92,7 +156,9 @@ def _int(values: dict[str, str], key: str, default: int, minimum: int = 1) -> in
     return number
 
 
-def _number(values: dict[str, str], key: str, default: float, *, zero_allowed: bool) -> float:
+def _number(values: dict[str, str], key: str, *, zero_allowed: bool) -> float:
+    default = default_of(key)
+    assert isinstance(default, float)
     raw = values.get(key)
     if raw is None or raw == "":
         return default
@@ -105,18 +171,18 @@ def _number(values: dict[str, str], key: str, default: float, *, zero_allowed: b
     return number
 
 
-def _float(values: dict[str, str], key: str, default: float) -> float:
+def _float(values: dict[str, str], key: str) -> float:
     """A number above 0 (a timeout, a share, an interval)."""
-    return _number(values, key, default, zero_allowed=False)
+    return _number(values, key, zero_allowed=False)
 
 
-def _amount(values: dict[str, str], key: str, default: float) -> float:
+def _amount(values: dict[str, str], key: str) -> float:
     """A number that may be 0 (a price, a limit that is off)."""
-    return _number(values, key, default, zero_allowed=True)
+    return _number(values, key, zero_allowed=True)
 
 
-def _clock(values: dict[str, str], key: str, default: str) -> str:
-    raw = values.get(key) or default
+def _clock(values: dict[str, str], key: str) -> str:
+    raw = values.get(key) or str(default_of(key))
     parts = raw.split(":")
     try:
         h, m, sec = (int(p) for p in (parts + ["0", "0"])[:3])
@@ -132,38 +198,38 @@ def load_settings() -> Settings:
     values = read_env_file(state_dir() / ENV_FILE_NAME)
     values.update({k: v for k, v in os.environ.items() if v != ""})
     return Settings(
-        temporal_address=values.get("TEMPORAL_ADDRESS", "localhost:7233"),
-        temporal_namespace=values.get("TEMPORAL_NAMESPACE", "default"),
-        database_url=values.get("DATABASE_URL"),
-        task_queue=values.get("RECON_TASK_QUEUE", "recon"),
-        warehouse=values.get("RECON_WAREHOUSE", "ldh"),
-        finance_head_email=values.get("RECON_FINANCE_HEAD", "finance.head@distributor.example"),
-        post_batch_size=_int(values, "RECON_POST_BATCH", 5000),
-        extract_batch_size=_int(values, "RECON_EXTRACT_BATCH", 50),
-        extract_concurrency=_int(values, "RECON_EXTRACT_CONCURRENCY", 8),
-        openai_api_key=values.get("OPENAI_API_KEY"),
-        openai_base_url=values.get("OPENAI_BASE_URL"),
-        model=values.get("RECON_MODEL", "gpt-4o-mini"),
-        failpoints=values.get("RECON_FAILPOINTS", ""),
-        gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO", 0.10),
-        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", 0, minimum=0),
-        gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE", 0.05),
-        heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS", 2.0),
-        reminder_utc_time=_clock(values, "RECON_REMINDER_UTC", "03:30:00"),
-        outage_window_seconds=_float(values, "RECON_OUTAGE_WINDOW", 1800.0),
-        smtp_url=values.get("SMTP_URL"),
-        mail_from=values.get("RECON_MAIL_FROM", "recon@distributor.example"),
-        mail_retry_seconds=_float(values, "RECON_MAIL_RETRY_SECONDS", 5.0),
-        mail_poll_seconds=_float(values, "RECON_MAIL_POLL_SECONDS", 30.0),
-        sender_lanes=_int(values, "RECON_SENDER_LANES", 4),
-        model_timeout=_float(values, "RECON_MODEL_TIMEOUT", 60.0),
-        model_rpm=_int(values, "RECON_MODEL_RPM", 0, minimum=0),
-        model_tpm=_int(values, "RECON_MODEL_TPM", 0, minimum=0),
-        model_price_in=_amount(values, "RECON_MODEL_PRICE_IN", 0.0),
-        model_price_out=_amount(values, "RECON_MODEL_PRICE_OUT", 0.0),
-        model_tries=_int(values, "RECON_MODEL_TRIES", 3),
-        model_retry_wait=_amount(values, "RECON_MODEL_RETRY_WAIT", 1.0),
-        model_max_failed_share=_amount(values, "RECON_MODEL_MAX_FAILED_SHARE", 0.10),
-        metrics_port=_int(values, "RECON_METRICS_PORT", 0, minimum=0),
-        metrics_refresh_seconds=_float(values, "RECON_METRICS_REFRESH", 10.0),
+        temporal_address=_str(values, "TEMPORAL_ADDRESS"),
+        temporal_namespace=_str(values, "TEMPORAL_NAMESPACE"),
+        database_url=_text(values, "DATABASE_URL"),
+        task_queue=_str(values, "RECON_TASK_QUEUE"),
+        warehouse=_str(values, "RECON_WAREHOUSE"),
+        finance_head_email=_str(values, "RECON_FINANCE_HEAD"),
+        post_batch_size=_int(values, "RECON_POST_BATCH"),
+        extract_batch_size=_int(values, "RECON_EXTRACT_BATCH"),
+        extract_concurrency=_int(values, "RECON_EXTRACT_CONCURRENCY"),
+        openai_api_key=_text(values, "OPENAI_API_KEY"),
+        openai_base_url=_text(values, "OPENAI_BASE_URL"),
+        model=_str(values, "RECON_MODEL"),
+        failpoints=_str(values, "RECON_FAILPOINTS"),
+        gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO"),
+        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", minimum=0),
+        gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE"),
+        heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS"),
+        reminder_utc_time=_clock(values, "RECON_REMINDER_UTC"),
+        outage_window_seconds=_float(values, "RECON_OUTAGE_WINDOW"),
+        smtp_url=_text(values, "SMTP_URL"),
+        mail_from=_str(values, "RECON_MAIL_FROM"),
+        mail_retry_seconds=_float(values, "RECON_MAIL_RETRY_SECONDS"),
+        mail_poll_seconds=_float(values, "RECON_MAIL_POLL_SECONDS"),
+        sender_lanes=_int(values, "RECON_SENDER_LANES"),
+        model_timeout=_float(values, "RECON_MODEL_TIMEOUT"),
+        model_rpm=_int(values, "RECON_MODEL_RPM", minimum=0),
+        model_tpm=_int(values, "RECON_MODEL_TPM", minimum=0),
+        model_price_in=_amount(values, "RECON_MODEL_PRICE_IN"),
+        model_price_out=_amount(values, "RECON_MODEL_PRICE_OUT"),
+        model_tries=_int(values, "RECON_MODEL_TRIES"),
+        model_retry_wait=_amount(values, "RECON_MODEL_RETRY_WAIT"),
+        model_max_failed_share=_amount(values, "RECON_MODEL_MAX_FAILED_SHARE"),
+        metrics_port=_int(values, "RECON_METRICS_PORT", minimum=0),
+        metrics_refresh_seconds=_float(values, "RECON_METRICS_REFRESH"),
     )

@@ -81,7 +81,7 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
         "SELECT * FROM handovers WHERE workflow_id = $1 ORDER BY handover_no", workflow_id
     )
     ignored = await _ignored(client, workflow_id)
-    from recon.mail.handovers import handovers_of
+    from recon.store.mail_handovers import handovers_of
 
     mail_rows = await handovers_of(pool, workflow_id)
     if not rows and not ignored and not mail_rows:

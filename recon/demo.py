@@ -23,13 +23,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from recon.config import state_dir
 from recon.db import connect_pool, migrate
 from recon.devstack import RunningStack, embedded_stack
+from recon.documents.seed import seed_night
 from recon.embedded import free_port, port_open
 from recon.history import read_history
 from recon.inspection import inspect_run
 from recon.mail.demo_mail import deliver_demo_mail
 from recon.mail.smtp_sink import MailSink
 from recon.models import STEPS, PostResult
-from recon.seed import seed_night
+from recon.store.chaos_checks import ledger_rows
 from recon.temporal_client import connect
 
 DEMO_DATE, DEMO_WAREHOUSE = "2026-10-13", "ldh"
@@ -99,9 +100,7 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
                       f"that runs step 7 will die at entry {CRASH_AT}")
         dead, code = await _wait_first_exit(workers, 120)
         crashed_at = time.monotonic()
-        posted = await pool.fetchval(
-            "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1", handle.id
-        )
+        posted = await ledger_rows(pool, handle.id)
         console.print(f"worker {dead} exited hard (code {code}) with {posted} entries committed; "
                       f"worker {3 - dead} carries on")
         await asyncio.wait_for(handle.result(), 120)

@@ -21,6 +21,8 @@ from typing import Any
 
 import structlog
 
+from recon.config import DEFAULTS
+
 _configured = False
 _SECRET_NAME = re.compile(r"(api_?key|password|passwd|secret|authorization|credential)", re.I)
 _URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
@@ -75,7 +77,7 @@ def configure(json_lines: bool | None = None, level: str | None = None) -> None:
         return
     _configured = True
     as_json = wants_json() if json_lines is None else json_lines
-    level_name = (level or os.environ.get("RECON_LOG_LEVEL") or "INFO").upper()
+    level_name = (level or os.environ.get("RECON_LOG_LEVEL") or str(DEFAULTS["RECON_LOG_LEVEL"])).upper()
     shared = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.ExtraAdder(),

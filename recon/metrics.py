@@ -31,6 +31,8 @@ import asyncpg
 from temporalio.common import MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from recon.store.gauges import read_gauges
+
 _runtime: Runtime | None = None
 
 
@@ -46,20 +48,9 @@ def runtime_for(port: int) -> Runtime | None:
     return _runtime
 
 
-_GAUGES = {
-    "recon_handovers_waiting": ("handovers with no decision yet",
-                                "SELECT count(*) FROM handovers WHERE decision IS NULL"),
-    "recon_outbox_pending": ("outbox rows not sent yet",
-                             "SELECT count(*) FROM outbox WHERE sent_at IS NULL"),
-    "recon_model_requests": ("model requests recorded", "SELECT count(*) FROM model_calls"),
-    "recon_ledger_entries": ("rows in the ledger (entries and reversals)",
-                             "SELECT count(*) FROM ledger_entries"),
-}
-
-
 async def refresh_gauges(pool: asyncpg.Pool, meter: MetricMeter) -> None:
-    for name, (description, sql) in _GAUGES.items():
-        meter.create_gauge(name, description).set(int(await pool.fetchval(sql)))
+    for name, (description, value) in (await read_gauges(pool)).items():
+        meter.create_gauge(name, description).set(value)
 
 
 async def keep_gauges(pool: asyncpg.Pool, meter: MetricMeter, every: float) -> None:

@@ -12,21 +12,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-_BILL = """
-SELECT
-  count(*) FILTER (WHERE outcome = 'answered') AS answered,
-  count(*) AS requests,
-  count(*) FILTER (WHERE outcome = 'error') AS errors,
-  count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
-  count(*) FILTER (WHERE outcome = 'lost') AS lost,
-  count(*) FILTER (WHERE outcome = 'sent') AS in_flight,
-  coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
-  coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
-  coalesce(sum(coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)
-             + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1000000, 0)
-      AS cost_usd
-FROM model_calls WHERE workflow_id = $1
-"""
+from recon.store.model_calls import bill_row
 
 
 @dataclass(frozen=True)
@@ -57,7 +43,7 @@ class ModelBill:
 
 
 async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) -> ModelBill:
-    row = await conn.fetchrow(_BILL, workflow_id)
+    row = await bill_row(conn, workflow_id)
     return ModelBill(
         answered=row["answered"], requests=row["requests"], errors=row["errors"],
         cancelled=row["cancelled"], lost=row["lost"], in_flight=row["in_flight"],

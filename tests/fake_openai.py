@@ -26,8 +26,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from recon.extraction.offline import parse_document
-from recon.extraction.schema import UnreadableInvoice
+from recon.documents.extraction.offline import parse_document
+from recon.documents.extraction.schema import UnreadableInvoice
 
 API_KEY = "test-key"
 MODEL = "gpt-test"

@@ -9,8 +9,8 @@ import asyncpg
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle
 
+from recon.documents.seed import seed_night
 from recon.models import Decision
-from recon.seed import seed_night
 from tests.helpers import inprocess_worker, settings_for, start, wait_for
 
 

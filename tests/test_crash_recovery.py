@@ -11,10 +11,10 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from recon.documents.seed import seed_night
 from recon.embedded import temporal_binary
 from recon.history import read_history
 from recon.models import PostResult
-from recon.seed import seed_night
 from tests.helpers import ledger_rows, settings_for, start, wait_for
 from tests.tcp_proxy import TcpProxy
 

@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.models import Decision
-from recon.seed import seed_night
 from recon.waiting import AWAITING_DECISION_EXIT
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
 

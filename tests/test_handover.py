@@ -10,9 +10,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.history import read_history
 from recon.models import Decision
-from recon.seed import seed_night
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

@@ -10,8 +10,8 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.layouts import Document, DocumentLine, render
-from recon.seed import seed_night
+from recon.documents.layouts import Document, DocumentLine, render
+from recon.documents.seed import seed_night
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

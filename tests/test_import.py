@@ -7,7 +7,7 @@ from pathlib import Path
 
 import asyncpg
 
-from recon.layouts import Document, DocumentLine, render
+from recon.documents.layouts import Document, DocumentLine, render
 from tests.helpers import recon_cli
 
 

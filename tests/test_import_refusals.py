@@ -11,7 +11,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from recon.layouts import Document, DocumentLine, render
+from recon.documents.layouts import Document, DocumentLine, render
 from tests.helpers import recon_cli
 
 

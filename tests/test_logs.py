@@ -10,8 +10,8 @@ import json
 import asyncpg
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.models import Decision
-from recon.seed import seed_night
 from tests.helpers import settings_for, start, wait_for
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.embedded import free_port
 from recon.mail.documents import claim_number
 from recon.mail.envelope import message_id
@@ -26,7 +27,6 @@ from recon.mail.smtp_sink import MailSink
 from recon.mail.smtp_url import parse_smtp_url
 from recon.money import rupees
 from recon.outbox import Message, debit_note_key, enqueue
-from recon.seed import seed_night
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for
 from tests.mail_helpers import ScriptedHandler, inbox, mail_database, text_of
 

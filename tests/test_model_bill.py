@@ -17,8 +17,8 @@ from datetime import date
 import asyncpg
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.inspection import inspect_run
-from recon.seed import seed_night
 from tests.fake_openai import API_KEY, MODEL, ScriptedOpenAI
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 

@@ -16,7 +16,7 @@ from collections import Counter
 import asyncpg
 from temporalio.client import Client
 
-from recon.seed import seed_night
+from recon.documents.seed import seed_night
 from tests.fake_openai import ScriptedOpenAI
 from tests.helpers import settings_for, start, wait_for
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from recon.config import load_settings
-from recon.extraction.pace import Pace, pace_for
+from recon.documents.extraction.pace import Pace, pace_for
 
 
 @pytest.fixture(autouse=True)

@@ -27,12 +27,12 @@ import pytest
 import pytest_asyncio
 
 from recon.config import load_settings
+from recon.documents.extraction import Answer, make_extractor, read_answer
+from recon.documents.extraction.offline import parse_document
+from recon.documents.extraction.openai_model import SYSTEM_PROMPT, OpenAIExtractor
+from recon.documents.extraction.schema import UnreadableInvoice
+from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render, render_unreadable
 from recon.errors import classify
-from recon.extraction import Answer, make_extractor, read_answer
-from recon.extraction.offline import parse_document
-from recon.extraction.openai_model import SYSTEM_PROMPT, OpenAIExtractor
-from recon.extraction.schema import UnreadableInvoice
-from recon.layouts import LAYOUTS, Document, DocumentLine, render, render_unreadable
 
 API_KEY = "test-key"
 MODEL = "gpt-test"

@@ -15,8 +15,8 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.embedded import TemporalDevServer, free_port
-from recon.seed import seed_night
 from recon.temporal_client import connect
 from tests.helpers import ROOT, ledger_rows, settings_for, start, wait_for
 

@@ -12,9 +12,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.embedded import temporal_binary
 from recon.models import RunSummary
-from recon.seed import seed_night
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

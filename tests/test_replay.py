@@ -18,7 +18,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from recon.seed import seed_night
+from recon.documents.seed import seed_night
 from tests.helpers import inprocess_worker, settings_for, start
 from workflows.registry import WORKFLOWS
 

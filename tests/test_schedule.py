@@ -9,9 +9,9 @@ from datetime import UTC, date, datetime, timedelta
 import asyncpg
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.models import Decision
 from recon.scheduling import StarterOutcome, business_date_of
-from recon.seed import seed_night
 from tests.helpers import inprocess_worker, recon_cli, settings_for, wait_for
 
 

@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 
 from recon import schedules
+from recon.documents.seed import seed_night
 from recon.embedded import TemporalDevServer, free_port
-from recon.seed import seed_night
 from recon.temporal_client import connect
 from tests.helpers import inprocess_worker, settings_for, wait_for
 

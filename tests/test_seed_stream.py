@@ -10,8 +10,8 @@ from datetime import date
 import asyncpg
 import pytest
 
-from recon import seed as seed_module
-from recon.seed import SeedResult, seed_night
+from recon.documents import seed as seed_module
+from recon.documents.seed import SeedResult, seed_night
 
 # (business date, warehouse, invoices, mismatches, seed) -> digest of every row it writes
 BEFORE_STREAMING = {

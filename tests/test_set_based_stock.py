@@ -10,9 +10,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
+from recon.documents.seed import seed_night
 from recon.errors import StaleAttempt, VerificationFailed
 from recon.fencing import scope_for, take_fence
-from recon.seed import seed_night
 from recon.stock import (
     StockMovement,
     move_reconciled_range,

@@ -11,8 +11,8 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 
+from recon.documents.seed import seed_night
 from recon.models import UndoRequest, undo_workflow_id
-from recon.seed import seed_night
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 from workflows.undo import UndoReconciliation
 

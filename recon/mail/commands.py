@@ -11,7 +11,8 @@ from rich.table import Table
 from recon.config import load_settings
 from recon.mail import handovers
 from recon.mail.envelope import mail_domain, message_id
-from recon.mail.report import delivery, get_message, list_messages
+from recon.mail.report import delivery
+from recon.store.mail_deliveries import get_message, list_messages
 
 ACTIONS = ("show", "resend", "dismiss")
 LISTED = 500  # newest messages shown when no run is named

@@ -12,6 +12,7 @@ from recon.config import load_settings
 from recon.mail.report import delivery
 from recon.mail.sender import Sender, SenderConfig
 from recon.mail.smtp_url import parse_smtp_url
+from recon.store.mail_deliveries import undelivered
 
 
 async def deliver_demo_mail(stack, pool: asyncpg.Pool, workflow_id: str,
@@ -25,9 +26,7 @@ async def deliver_demo_mail(stack, pool: asyncpg.Pool, workflow_id: str,
     task = asyncio.create_task(sender.run(stop))
     deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline and await pool.fetchval(
-                "SELECT count(*) FROM outbox WHERE workflow_id = $1 AND sent_at IS NULL"
-                " AND failed_at IS NULL", workflow_id):
+        while time.monotonic() < deadline and await undelivered(pool, workflow_id):
             await asyncio.sleep(0.1)
     finally:
         stop.set()

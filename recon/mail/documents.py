@@ -19,6 +19,7 @@ import asyncpg
 import jinja2
 
 from recon.money import rupees
+from recon.store.mail_deliveries import debit_note_lines
 
 _RUN = re.compile(r"recon-(\d{4})-(\d{2})-(\d{2})-([a-z0-9_-]+)")
 _NOTE = re.compile(_RUN.pattern + r":debit-note:([^:]+)(.*)")
@@ -103,18 +104,6 @@ def night_of(workflow_id: str) -> tuple[str, str] | None:
     return f"{y}-{mo}-{d}", warehouse
 
 
-_NOTE_LINES = """
-SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount_paise,
-       c.sku, c.invoiced_qty, c.received_qty, c.invoice_price_paise, c.po_price_paise
-FROM open_mismatches m
-JOIN suppliers s USING (supplier_id)
-JOIN comparisons c ON c.workflow_id = m.workflow_id AND c.invoice_no = m.invoice_no
-                  AND c.line_no = m.line_no
-WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
-ORDER BY m.supplier_id, m.invoice_no, m.line_no, m.kind
-"""
-
-
 async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
                            business_date: str, warehouse: str,
                            supplier_id: str | None = None) -> list[DebitNote]:
@@ -123,7 +112,7 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
     from recon.outbox import debit_note_key
 
     by_supplier: dict[str, list[asyncpg.Record]] = {}
-    for r in await conn.fetch(_NOTE_LINES, workflow_id, supplier_id):
+    for r in await debit_note_lines(conn, workflow_id, supplier_id):
         by_supplier.setdefault(r["supplier_id"], []).append(r)
     notes = []
     for supplier_id, rows in by_supplier.items():

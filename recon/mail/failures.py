@@ -22,6 +22,7 @@ import asyncpg
 
 from recon.mail.documents import claim_number, withdrawal_number
 from recon.outbox import Message, enqueue
+from recon.store import mail_handovers
 
 SUPPLIER_FACING = ("debit-note", "withdrawal")
 
@@ -68,12 +69,8 @@ async def open_delivery_handover(conn: asyncpg.Connection, row: asyncpg.Record, 
         f"or, if the supplier was told another way, `recon mail dismiss {row['key']} --by NAME "
         "--note WHY`.\n"
     )
-    handover_id = await conn.fetchval(
-        "INSERT INTO mail_handovers (outbox_key, workflow_id, reply, note)"
-        " VALUES ($1, $2, $3, $4)"
-        " ON CONFLICT (outbox_key) WHERE decision IS NULL DO NOTHING RETURNING id",
-        row["key"], row["workflow_id"], reply, note,
-    )
+    handover_id = await mail_handovers.open_handover(conn, row["key"], row["workflow_id"], reply,
+                                                     note)
     if handover_id is None:
         return None
     await enqueue(conn, Message(

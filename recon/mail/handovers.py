@@ -3,36 +3,18 @@
 `recon mail resend KEY --by NAME [--to ADDRESS]` puts the refused message back in the queue (to
 a corrected address if given; the Message-ID stays, it is the same claim); `recon mail dismiss`
 closes the handover without sending. Both record who decided and when, on the handover row.
+Listing them is `recon.store.mail_handovers.open_handovers` / `handovers_of`.
 """
 
 from __future__ import annotations
 
 import asyncpg
 
-from recon.mail.sender import CHANNEL
+from recon.store import mail_deliveries, mail_handovers
 
 
 class NotRefused(ValueError):
     """The message is not one the mail server refused, so there is nothing to resend."""
-
-
-async def open_handovers(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
-    return await conn.fetch(
-        "SELECT id, workflow_id, outbox_key, reply, created_at FROM mail_handovers"
-        " WHERE decision IS NULL ORDER BY created_at")
-
-
-async def handovers_of(conn: asyncpg.Connection | asyncpg.Pool,
-                       workflow_id: str) -> list[asyncpg.Record]:
-    return await conn.fetch(
-        "SELECT * FROM mail_handovers WHERE workflow_id = $1 ORDER BY created_at", workflow_id)
-
-
-async def _decide(conn: asyncpg.Connection, key: str, decision: str, by: str, note: str) -> None:
-    await conn.execute(
-        "UPDATE mail_handovers SET decision = $2, decided_by = $3, decision_note = $4,"
-        " decided_at = now() WHERE outbox_key = $1 AND decision IS NULL",
-        key, decision, by, note or None)
 
 
 async def resend(pool: asyncpg.Pool, key: str, by: str, to: str | None, note: str) -> str:
@@ -41,18 +23,16 @@ async def resend(pool: asyncpg.Pool, key: str, by: str, to: str | None, note: st
     if to is not None and "@" not in to:
         raise ValueError(f"--to must be an email address, got {to!r}")
     async with pool.acquire() as conn, conn.transaction():
-        row = await conn.fetchrow("SELECT recipient, failed_at, sent_at FROM outbox WHERE key = $1"
-                                  " FOR UPDATE", key)
+        row = await mail_deliveries.lock_message(conn, key)
         if row is None:
             raise LookupError(f"no message {key!r} in the outbox (see `recon mail`)")
         if row["failed_at"] is None:
             state = "delivered" if row["sent_at"] else "still being tried"
             raise NotRefused(f"message {key} was not refused ({state}): nothing to resend")
-        await conn.execute(
-            "UPDATE outbox SET failed_at = NULL, next_attempt_at = now(),"
-            " recipient = coalesce($2, recipient) WHERE key = $1", key, to)
-        await _decide(conn, key, "resend", by, note or (f"resend to {to}" if to else "resend"))
-        await conn.execute(f"NOTIFY {CHANNEL}")
+        await mail_deliveries.queue_again(conn, key, to)
+        await mail_handovers.decide(conn, key, "resend", by,
+                                    note or (f"resend to {to}" if to else "resend"))
+        await mail_deliveries.wake_senders(conn)
     return f"{key} queued again for {to or row['recipient']}"
 
 
@@ -60,9 +40,7 @@ async def dismiss(pool: asyncpg.Pool, key: str, by: str, note: str) -> str:
     if not by.strip() or not note.strip():
         raise ValueError("say who decides and why (--by NAME --note WHY)")
     async with pool.acquire() as conn, conn.transaction():
-        closed = await conn.execute(
-            "UPDATE mail_handovers SET decision = 'dismiss', decided_by = $2, decision_note = $3,"
-            " decided_at = now() WHERE outbox_key = $1 AND decision IS NULL", key, by, note)
-    if closed == "UPDATE 0":
+        closed = await mail_handovers.dismiss(conn, key, by, note)
+    if not closed:
         raise LookupError(f"no open delivery handover for {key!r} (see `recon handovers`)")
     return f"delivery handover for {key} closed: {note}"

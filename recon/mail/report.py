@@ -1,8 +1,8 @@
 """What people ask about mail: which messages went, which wait, which failed, and why.
 
-One definition of a message's state, used by `recon mail`, `recon status` and the summary:
-delivered (the server accepted it), failed (refused for good, parked), retrying (tried, waiting
-for its next attempt), queued (not tried yet).
+One definition of a message's state (`recon.store.mail_deliveries.STATE_SQL`), used by
+`recon mail`, `recon status` and the summary: delivered (the server accepted it), failed (refused
+for good, parked), retrying (tried, waiting for its next attempt), queued (not tried yet).
 """
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-STATE_SQL = (
-    "CASE WHEN sent_at IS NOT NULL THEN 'delivered' WHEN failed_at IS NOT NULL THEN 'failed'"
-    " WHEN attempts > 0 THEN 'retrying' ELSE 'queued' END"
-)
+from recon.store import mail_deliveries
 
 
 @dataclass(frozen=True)
@@ -31,26 +28,5 @@ class Delivery:
 
 async def delivery(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
                    kind: str = "debit-note") -> Delivery:
-    row = await conn.fetchrow(
-        "SELECT count(*) FILTER (WHERE sent_at IS NOT NULL) AS delivered,"
-        " count(*) FILTER (WHERE sent_at IS NULL AND failed_at IS NULL) AS pending,"
-        " count(*) FILTER (WHERE sent_at IS NULL AND failed_at IS NOT NULL) AS failed"
-        " FROM outbox WHERE workflow_id = $1 AND kind = $2",
-        workflow_id, kind,
-    )
+    row = await mail_deliveries.delivery_counts(conn, workflow_id, kind)
     return Delivery(row["delivered"], row["pending"], row["failed"])
-
-
-async def list_messages(conn: asyncpg.Connection | asyncpg.Pool,
-                        workflow_id: str | None) -> list[asyncpg.Record]:
-    return await conn.fetch(
-        f"SELECT key, workflow_id, kind, recipient, subject, attempts, last_error,"
-        f" created_at, sent_at, failed_at, next_attempt_at, {STATE_SQL} AS state"
-        " FROM outbox WHERE $1::text IS NULL OR workflow_id = $1"
-        " ORDER BY created_at, key",
-        workflow_id,
-    )
-
-
-async def get_message(conn: asyncpg.Connection | asyncpg.Pool, key: str) -> asyncpg.Record | None:
-    return await conn.fetchrow(f"SELECT *, {STATE_SQL} AS state FROM outbox WHERE key = $1", key)

@@ -1,17 +1,14 @@
 """The outbox sender: delivers due rows over SMTP, at least once, each in its own transaction.
 
 Per message, on one of a few *lanes* (each with its own Postgres connection and SMTP session):
-
-    BEGIN
-    SELECT … FROM outbox WHERE due … LIMIT 1 FOR UPDATE SKIP LOCKED   -- claim
-    SMTP MAIL / RCPT / DATA  → 250                                       -- the server accepts
-    UPDATE outbox SET sent_at = …                                        -- mark
-    COMMIT
+begin; claim one due row, locked and skipped by every other sender
+(`recon.store.mail_deliveries.claim_due`); SMTP MAIL / RCPT / DATA until the server says 250;
+mark the row sent (`mark_sent`); commit.
 
 The lock makes senders (in any number of processes) never claim the same row at once; a dead
 sender's lock goes with its connection, and its row becomes due again. The only repeat the
 design allows is a sender that dies after the server's 250 and before COMMIT: one message per
-lane at most, sent again later with the same `Message-ID`. That window is one UPDATE and one
+lane at most, sent again later with the same `Message-ID`. That window is one statement and one
 COMMIT long; `SenderStats.windows` measures it.
 
 Woken by LISTEN/NOTIFY (`recon_outbox`, sent by an insert trigger) so a handover note leaves
@@ -38,46 +35,14 @@ from recon.mail.envelope import build_email, mail_domain, message_id
 from recon.mail.failures import SUPPLIER_FACING, classify, open_delivery_handover
 from recon.mail.smtp_url import SmtpTarget
 from recon.mail.summary import summary_document
+from recon.store import mail_deliveries as deliveries
+from recon.store.mail_deliveries import CHANNEL
 
 log = structlog.get_logger("recon.sender")
 
-CHANNEL = "recon_outbox"
 MAX_RETRY_WAIT = 900.0  # waits double from the first retry up to 15 minutes, for ever
 SUMMARY_GRACE = 60.0  # a summary waits this long for its run's untried debit notes
 IDLE_CHECK = 5.0  # a session idle this long is checked with NOOP before it carries a message
-
-_CLAIM = """
-SELECT * FROM outbox
-WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
-ORDER BY next_attempt_at, created_at
-LIMIT 1
-FOR UPDATE SKIP LOCKED
-"""
-_MARK_SENT = """
-UPDATE outbox SET sent_at = clock_timestamp(), attempts = attempts + 1,
-    last_attempt_at = now(), last_error = NULL, message_id = $2,
-    subject = coalesce($3, subject), body = coalesce($4, body), body_html = coalesce($5, body_html)
-WHERE key = $1
-"""
-_RETRY_LATER = """
-UPDATE outbox SET attempts = attempts + 1, last_attempt_at = now(), last_error = $2,
-    next_attempt_at = clock_timestamp() + make_interval(secs => $3)
-WHERE key = $1
-"""
-_PARK = """
-UPDATE outbox SET attempts = attempts + 1, last_attempt_at = now(), last_error = $2,
-    failed_at = clock_timestamp()
-WHERE key = $1
-"""
-_NEXT_DUE = """
-SELECT extract(epoch FROM min(next_attempt_at) - clock_timestamp())::float8 FROM outbox
-WHERE sent_at IS NULL AND failed_at IS NULL
-"""
-_UNTRIED_NOTES = """
-SELECT count(*) FROM outbox
-WHERE workflow_id = $1 AND kind = 'debit-note' AND sent_at IS NULL AND failed_at IS NULL
-  AND attempts = 0 AND $2::timestamptz > clock_timestamp() - make_interval(secs => $3)
-"""
 
 
 @dataclass
@@ -209,7 +174,7 @@ class Sender:
                     async with pool.acquire() as conn:
                         if await self.deliver_one(conn, lane):
                             continue
-                        wait = await conn.fetchval(_NEXT_DUE)
+                        wait = await deliveries.seconds_to_next_due(conn)
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                     log.warning("sender lost Postgres; trying again", error=str(exc))
                     wait = 1.0
@@ -226,16 +191,15 @@ class Sender:
     async def deliver_one(self, conn: asyncpg.Connection, lane: _Lane) -> bool:
         """Claim, send and mark one due message in one transaction; False if none is due."""
         async with conn.transaction():
-            row = await conn.fetchrow(_CLAIM)
+            row = await deliveries.claim_due(conn)
             if row is None:
                 return False
             rendered = None
             if row["kind"] == "summary":
-                if await conn.fetchval(_UNTRIED_NOTES, row["workflow_id"], row["created_at"],
-                                       SUMMARY_GRACE):
+                if await deliveries.untried_notes(conn, row["workflow_id"], row["created_at"],
+                                                  SUMMARY_GRACE):
                     # Let the run's debit notes go first, so the summary reports their delivery.
-                    await conn.execute("UPDATE outbox SET next_attempt_at = clock_timestamp()"
-                                       " + interval '0.2 s' WHERE key = $1", row["key"])
+                    await deliveries.postpone_briefly(conn, row["key"])
                     return True
             try:
                 if row["kind"] == "summary":
@@ -253,8 +217,8 @@ class Sender:
             accepted = time.perf_counter()
             self._accepted += 1
             failpoints.hit("sender_accepted", self._accepted)
-            await conn.execute(
-                _MARK_SENT, row["key"], message_id(row["key"], mail_domain(self.config.mail_from)),
+            await deliveries.mark_sent(
+                conn, row["key"], message_id(row["key"], mail_domain(self.config.mail_from)),
                 rendered.subject if rendered else None, rendered.text if rendered else None,
                 rendered.html if rendered else None,
             )
@@ -266,7 +230,7 @@ class Sender:
                       exc: BaseException) -> None:
         failure = classify(exc)
         if failure.permanent:
-            await conn.execute(_PARK, row["key"], failure.reply)
+            await deliveries.park_refused(conn, row["key"], failure.reply)
             self.stats.parked += 1
             log.warning("mail refused for good; parked", key=row["key"], reply=failure.reply)
             if row["kind"] in SUPPLIER_FACING:
@@ -274,7 +238,7 @@ class Sender:
                                              self.config.finance_head_email)
             return
         wait = min(MAX_RETRY_WAIT, self.config.retry_seconds * 2 ** row["attempts"])
-        await conn.execute(_RETRY_LATER, row["key"], failure.reply, wait)
+        await deliveries.retry_later(conn, row["key"], failure.reply, wait)
         self.stats.retried += 1
         log.info("mail not delivered yet; will retry", key=row["key"], reply=failure.reply,
                  attempts=row["attempts"] + 1, wait_seconds=wait)

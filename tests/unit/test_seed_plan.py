@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from recon.extraction.offline import parse_document
-from recon.seed import SeedError, night_chunks
-from recon.seed import plan_night as _plan_night
+from recon.documents.extraction.offline import parse_document
+from recon.documents.seed import SeedError, night_chunks
+from recon.documents.seed import plan_night as _plan_night
 
 DAY, WH = "2026-10-13", "ldh"
 

@@ -12,54 +12,14 @@ attempt got there first) keeps its first lines; the call is still on record, bec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import asyncpg
 
-from recon.extraction.schema import ExtractedInvoice, UnreadableInvoice
+from recon.documents.extraction.results import STEP, storable
 
-STEP = "extract_lines"
-
-
-def storable(text: str) -> str:
-    """Postgres text cannot hold NUL: a hostile answer must not stop the step."""
-    return text.replace("\x00", "\ufffd")
-
-
-@dataclass
-class Result:
-    """One invoice's answer: either `found` (checked) or `unreadable` (to be parked)."""
-
-    invoice_no: str
-    supplier_id: str
-    request: str
-    response: str
-    found: ExtractedInvoice | None = None
-    unreadable: UnreadableInvoice | None = None
-    call_id: int | None = None  # the row written before the request was sent (paid model)
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-    def check_against_source(self, document: str) -> Result:
-        """The document must be the invoice the source says it is; otherwise nobody should post
-        it. Turns `found` into `unreadable` when it is not."""
-        found = self.found
-        if found is None:
-            if self.unreadable is None:
-                self.unreadable = UnreadableInvoice("no answer", "")
-        elif found.invoice_no != self.invoice_no:
-            self.unreadable = UnreadableInvoice(
-                f"document says invoice {found.invoice_no!r}, the source says {self.invoice_no!r}")
-        elif found.supplier_id != self.supplier_id:
-            self.unreadable = UnreadableInvoice(
-                f"document says supplier {found.supplier_id!r}, the sender is {self.supplier_id!r}")
-        elif len({ln.line_no for ln in found.lines}) != len(found.lines):
-            self.unreadable = UnreadableInvoice("document repeats a line number")
-        if self.unreadable is not None:
-            self.found = None
-            if not self.unreadable.evidence:
-                self.unreadable.evidence = document[:200]
-        return self
+if TYPE_CHECKING:
+    from recon.documents.extraction.results import Result
 
 
 _INSERT_CALLS = """
@@ -147,3 +107,11 @@ async def write_results(
             [storable(r.unreadable.reason) for r in unreadable],  # type: ignore[union-attr]
             [storable(r.unreadable.evidence) for r in unreadable],  # type: ignore[union-attr]
         )
+
+
+async def park_unreadable(conn: asyncpg.Connection, workflow_id: str,
+                          parked: list[tuple[str, str, str]]) -> None:
+    """(invoice_no, reason, evidence) per invoice the paid model's attempts could not read."""
+    await conn.execute(
+        PARK_MANY, workflow_id, STEP, *(list(col) for col in zip(*parked, strict=True))
+    )

@@ -1,4 +1,4 @@
-"""The offline extractor: a deterministic parser of the layouts in `recon.layouts`.
+"""The offline extractor: a deterministic parser of the layouts in `recon.documents.layouts`.
 
 It is not a model. It stands in for one when no model is configured so the whole run works with
 no network, and it answers through the same interface and leaves the same `model_calls` row.
@@ -12,7 +12,7 @@ import re
 
 from pydantic import ValidationError
 
-from recon.extraction.schema import (
+from recon.documents.extraction.schema import (
     MAX_DOCUMENT_CHARS,
     ExtractedInvoice,
     ExtractedLine,

@@ -14,7 +14,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from recon.config import Settings
-from recon.extraction.schema import ExtractedInvoice, UnreadableInvoice
+from recon.documents.extraction.schema import ExtractedInvoice, UnreadableInvoice
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,9 @@ def read_answer(answer: Answer) -> ExtractedInvoice:
 
 def make_extractor(settings: Settings) -> Extractor:
     if settings.openai_api_key or settings.openai_base_url:
-        from recon.extraction.openai_model import OpenAIExtractor
+        from recon.documents.extraction.openai_model import OpenAIExtractor
 
         return OpenAIExtractor(settings)
-    from recon.extraction.offline_extractor import OfflineExtractor
+    from recon.documents.extraction.offline_extractor import OfflineExtractor
 
     return OfflineExtractor()

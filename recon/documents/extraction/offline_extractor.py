@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
-from recon.extraction import Answer
-from recon.extraction.offline import NAME, parse_document
-from recon.extraction.results import Result
-from recon.extraction.schema import UnreadableInvoice
+from recon.documents.extraction import Answer
+from recon.documents.extraction.offline import NAME, parse_document
+from recon.documents.extraction.results import Result
+from recon.documents.extraction.schema import UnreadableInvoice
 
 
 class OfflineExtractor:

@@ -24,34 +24,15 @@ from typing import Any
 
 import asyncpg
 
-from recon.extraction.results import PARK_MANY, STEP, Result, storable, write_results
+from recon.documents.extraction.results import Result, storable
+from recon.store import extractions, model_calls
 
 MAX_GROUP = 500
 # Safety nets: a write that has not committed within this long is treated as a lost database
 # connection (a temporary error: the activity is retried and the next attempt marks what was in
-# flight `lost`), and Postgres itself ends a transaction left idle this long.
+# flight `lost`), and Postgres itself ends a transaction left idle for
+# `recon.store.model_calls.IDLE_IN_TRANSACTION`.
 WRITE_WAIT_SECONDS = 60.0
-IDLE_IN_TRANSACTION = "30s"
-
-_SENT = """
-INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response, outcome,
-                         price_in_usd, price_out_usd, attempt)
-SELECT $1, x.invoice_no, $2, $3, x.request, '', 'sent', $4, $5, $6
-FROM unnest($7::text[], $8::text[]) AS x(invoice_no, request)
-RETURNING id, invoice_no
-"""
-
-_FAILED = """
-UPDATE model_calls m
-SET outcome = x.outcome, status_code = x.status, error = x.error, settled_at = now()
-FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[]) AS x(id, outcome, status, error)
-WHERE m.id = x.id AND m.outcome = 'sent'
-"""
-
-MARK_LOST = """
-UPDATE model_calls SET outcome = 'lost', settled_at = now()
-WHERE workflow_id = $1 AND outcome = 'sent' AND invoice_no = ANY($2::text[])
-"""
 
 
 @dataclass
@@ -75,8 +56,7 @@ class CallBook:
     async def open(cls, dsn: str, workflow_id: str, extractor: str, model: str,
                    price_in: float, price_out: float, attempt: str) -> CallBook:
         conn = await asyncpg.connect(dsn)
-        await conn.execute("SET synchronous_commit = off")
-        await conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'")
+        await model_calls.prepare_book_connection(conn)
         return cls(conn, workflow_id, extractor, model, price_in, price_out, attempt)
 
     # ------------------------------------------------------------------ what callers do
@@ -157,8 +137,8 @@ class CallBook:
         ids: dict[int, int] = {}
         sent = [op for op in group if op.kind == "sent"]
         if sent:
-            rows = await self._conn.fetch(
-                _SENT, self._wf, self._extractor, self._model, *self._prices, self._attempt,
+            rows = await model_calls.record_sent(
+                self._conn, self._wf, self._extractor, self._model, *self._prices, self._attempt,
                 [op.payload[0] for op in sent], [op.payload[1] for op in sent],
             )
             by_invoice = {row["invoice_no"]: row["id"] for row in rows}
@@ -166,15 +146,13 @@ class CallBook:
             # A caller cancelled while we wrote: its request will never be sent, so no row.
             unsent = [ids[id(op)] for op in sent if op.done is not None and op.done.cancelled()]
             if unsent:
-                await self._conn.execute("DELETE FROM model_calls WHERE id = ANY($1)", unsent)
+                await model_calls.forget_unsent(self._conn, unsent)
         failed = [op.payload for op in group if op.kind == "failed"]
         if failed:
-            await self._conn.execute(_FAILED, *(list(col) for col in zip(*failed, strict=True)))
+            await model_calls.settle_failed(self._conn, failed)
         answered = [op.payload for op in group if op.kind == "answered"]
-        await write_results(self._conn, self._wf, self._extractor, self._model, answered)
+        await extractions.write_results(self._conn, self._wf, self._extractor, self._model, answered)
         parked = [op.payload for op in group if op.kind == "park"]
         if parked:
-            await self._conn.execute(
-                PARK_MANY, self._wf, STEP, *(list(col) for col in zip(*parked, strict=True))
-            )
+            await extractions.park_unreadable(self._conn, self._wf, parked)
         return ids

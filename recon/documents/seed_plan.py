@@ -1,7 +1,10 @@
-"""A deterministic, realistic night: suppliers, purchase orders, goods receipts and invoices.
+"""The seeded night, decided before anything is written: which supplier sends which invoice in
+which layout, which lines arrive short or are billed over the purchase order, which invoices are
+unreadable or cite no PO.
 
-The same (date, warehouse, invoices, mismatches, seed) always writes the same night, so a test or
-a demo can state in advance exactly which adjustments the run must post.
+The same (date, warehouse, invoices, mismatches, seed) always makes the same plan, so a test or a
+demo can state in advance exactly which adjustments the run must post. `recon.documents.seed`
+turns a plan into rows and writes them.
 """
 
 from __future__ import annotations
@@ -9,13 +12,11 @@ from __future__ import annotations
 import random
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
-import asyncpg
-
-from recon.layouts import LAYOUTS, Document, DocumentLine, render, render_unreadable
+from recon.documents.layouts import LAYOUTS
 
 _NAMES = [
     "Sharma Foods", "Gupta Traders", "Annapurna Mills", "Kaveri Agro", "Punjab Dairy",
@@ -58,11 +59,10 @@ class SeedError(ValueError):
     """The night cannot be seeded as asked; the message says why in one line."""
 
 
-def _compact(business_date: str) -> str:
+def compact_date(business_date: str) -> str:
     return business_date.replace("-", "")
 
 
-CHUNK_INVOICES = 5_000  # invoices generated and written per COPY round, inside one transaction
 MAX_LINES = 4  # lines per invoice the seed draws (an unknown-SKU line may be added on top)
 
 
@@ -159,7 +159,7 @@ def plan_night(
             f"--mismatches {mismatches} is more than the {clean_total} readable lines "
             f"of {invoices} invoices"
         )
-    day, wh = _compact(business_date), warehouse.upper()
+    day, wh = compact_date(business_date), warehouse.upper()
     received: dict[int, int] = {}
     invoiced_price: dict[int, int] = {}
     clean_lines = _FlatLines(clean_invoice, first_line, clean_total)
@@ -186,122 +186,3 @@ def plan_night(
         business_date, warehouse, invoices, rng, suppliers, catalog, supplier_of, layout_of,
         lines_of, goods, qty, unreadable, no_po, unknown_targets, received, invoiced_price, result,
     )
-
-
-@dataclass
-class NightChunk:
-    purchase_orders: list[tuple] = field(default_factory=list)
-    po_lines: list[tuple] = field(default_factory=list)
-    goods_receipts: list[tuple] = field(default_factory=list)
-    invoices: list[tuple] = field(default_factory=list)
-
-
-def night_chunks(plan: NightPlan, size: int | None = None) -> Iterator[NightChunk]:
-    """The night's rows, `size` (CHUNK_INVOICES) invoices at a time, in invoice order (the order
-    the unreadable scans draw their noise from the plan's generator)."""
-    size = size or CHUNK_INVOICES
-    day, wh = _compact(plan.business_date), plan.warehouse.upper()
-    ordered_on = date.fromisoformat(plan.business_date)
-    result, warehouse = plan.result, plan.warehouse
-    chunk = NightChunk()
-    for i in range(plan.invoices):
-        supplier = plan.suppliers[plan.supplier_of[i]]
-        po_number = f"PO-{wh}-{day}-{i + 1:05d}"
-        invoice_no = f"INV-{day}-{wh}-{i + 1:05d}"
-        base = i * MAX_LINES
-        lines = [
-            (*plan.catalog[plan.goods[base + j]][:2], plan.qty[base + j],
-             plan.catalog[plan.goods[base + j]][2])
-            for j in range(plan.lines_of[i])
-        ]
-        chunk.purchase_orders.append((po_number, supplier[0], warehouse, ordered_on))
-        for sku, desc, ordered, price in lines:
-            chunk.po_lines.append((po_number, sku, desc, ordered, price))
-        clean = i not in plan.unreadable and i not in plan.no_po
-        for j, (sku, _desc, ordered, _price) in enumerate(lines):
-            if clean:
-                chunk.goods_receipts.append(
-                    (po_number, sku, warehouse, plan.received.get(base + j, ordered), ordered_on))
-            elif i in plan.no_po:
-                chunk.goods_receipts.append((po_number, sku, warehouse, ordered, ordered_on))
-        doc_lines = [
-            DocumentLine(sku, desc, ordered, plan.invoiced_price.get(base + j, price))
-            for j, (sku, desc, ordered, price) in enumerate(lines)
-        ]
-        if i in plan.unknown_targets:
-            doc_lines.append(DocumentLine(f"SKU-{9000 + i}", "Sample pack (not ordered)", 3, 9_900))
-            result.unknown_sku_lines.append((invoice_no, len(doc_lines)))
-        po_ref = f"PO-{wh}-{day}-X{i + 1:04d}" if i in plan.no_po else po_number
-        doc = Document(invoice_no, supplier[0], supplier[1], plan.business_date, po_ref, doc_lines)
-        if i in plan.unreadable:
-            text = render_unreadable(doc, plan.rng)
-            result.unreadable.append(invoice_no)
-        else:
-            text = render(doc, LAYOUTS[plan.layout_of[i]])
-        if i in plan.no_po:
-            result.no_po_invoices.append(invoice_no)
-        chunk.invoices.append((invoice_no, supplier[0], ordered_on, warehouse, text))
-        if len(chunk.invoices) >= size:
-            yield chunk
-            chunk = NightChunk()
-    if chunk.invoices:
-        yield chunk
-
-
-def stock_rows(plan: NightPlan) -> list[tuple[str, str, int]]:
-    """Drawn after every document, as always: call it once the chunks are written."""
-    return [(plan.warehouse, sku, plan.rng.randint(200, 5_000)) for sku, _d, _p in plan.catalog]
-
-
-async def seed_night(
-    pool: asyncpg.Pool,
-    business_date: str,
-    warehouse: str,
-    invoices: int = 312,
-    mismatches: int = 40,
-    seed: int = 7,
-) -> SeedResult:
-    """Write one night in one transaction, streamed in chunks of CHUNK_INVOICES invoices (COPY per
-    table per chunk), so memory stays bounded whatever the size; refuse a night that already has
-    invoices."""
-    plan = plan_night(business_date, warehouse, invoices, mismatches, seed)
-    day = date.fromisoformat(business_date)
-    async with pool.acquire() as conn, conn.transaction():
-        existing = await conn.fetchval(
-            "SELECT count(*) FROM invoices WHERE business_date = $1 AND warehouse = $2",
-            day,
-            warehouse,
-        )
-        if existing:
-            raise SeedError(
-                f"{business_date} at {warehouse} already has {existing} invoices; "
-                "seed another date or warehouse"
-            )
-        await conn.executemany(
-            "INSERT INTO suppliers (supplier_id, name, email) VALUES ($1, $2, $3)"
-            " ON CONFLICT (supplier_id) DO NOTHING",
-            plan.suppliers,
-        )
-        for chunk in night_chunks(plan):
-            await conn.copy_records_to_table(
-                "purchase_orders", records=chunk.purchase_orders,
-                columns=["po_number", "supplier_id", "warehouse", "ordered_on"],
-            )
-            await conn.copy_records_to_table(
-                "po_lines", records=chunk.po_lines,
-                columns=["po_number", "sku", "description", "qty_ordered", "unit_price_paise"],
-            )
-            await conn.copy_records_to_table(
-                "goods_receipts", records=chunk.goods_receipts,
-                columns=["po_number", "sku", "warehouse", "qty_received", "received_on"],
-            )
-            await conn.copy_records_to_table(
-                "invoices", records=chunk.invoices,
-                columns=["invoice_no", "supplier_id", "business_date", "warehouse", "document"],
-            )
-        await conn.executemany(
-            "INSERT INTO stock_levels (warehouse, sku, qty_on_hand) VALUES ($1, $2, $3)"
-            " ON CONFLICT (warehouse, sku) DO NOTHING",
-            stock_rows(plan),
-        )
-    return plan.result

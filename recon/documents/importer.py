@@ -21,8 +21,9 @@ from pathlib import Path
 
 import asyncpg
 
-from recon.extraction.offline import parse_document
-from recon.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
+from recon.documents.extraction.offline import parse_document
+from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
+from recon.store import seeding
 
 
 class ImportProblem(ValueError):
@@ -128,18 +129,10 @@ async def import_directory(
             "pass --supplier ID"
         )
     async with pool.acquire() as conn, conn.transaction():
-        known = {r["supplier_id"] for r in await conn.fetch("SELECT supplier_id FROM suppliers")}
+        known = await seeding.known_suppliers(conn)
         unknown = sorted({r[1] for r in rows} - known)
         if unknown:
             raise ImportProblem(f"unknown supplier(s): {', '.join(unknown[:5])}")
-        inserted = await conn.fetch(
-            """
-            INSERT INTO invoices (invoice_no, supplier_id, business_date, warehouse, document, source)
-            SELECT n, s, d, w, t, 'import'
-            FROM unnest($1::text[], $2::text[], $3::date[], $4::text[], $5::text[]) AS x(n, s, d, w, t)
-            ON CONFLICT (invoice_no) DO NOTHING RETURNING invoice_no
-            """,
-            *[list(c) for c in zip(*rows, strict=True)],
-        )
+        inserted = await seeding.insert_imported_invoices(conn, rows)
     return ImportResult(imported=len(inserted), skipped_existing=len(rows) - len(inserted),
                         skipped_files=listing.skipped)

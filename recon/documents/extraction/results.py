@@ -1,0 +1,55 @@
+"""One invoice's extraction result, as step 2 checks it before anything is stored.
+
+Both paths of step 2 produce `Result`s: the offline parser for each document it read, the paid
+model's writer for each answer that arrived. They are stored in groups, a few statements per
+group of invoices (`recon.store.extractions.write_results`), not one transaction per invoice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recon.documents.extraction.schema import ExtractedInvoice, UnreadableInvoice
+
+STEP = "extract_lines"
+
+
+def storable(text: str) -> str:
+    """Postgres text cannot hold NUL: a hostile answer must not stop the step."""
+    return text.replace("\x00", "\ufffd")
+
+
+@dataclass
+class Result:
+    """One invoice's answer: either `found` (checked) or `unreadable` (to be parked)."""
+
+    invoice_no: str
+    supplier_id: str
+    request: str
+    response: str
+    found: ExtractedInvoice | None = None
+    unreadable: UnreadableInvoice | None = None
+    call_id: int | None = None  # the row written before the request was sent (paid model)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    def check_against_source(self, document: str) -> Result:
+        """The document must be the invoice the source says it is; otherwise nobody should post
+        it. Turns `found` into `unreadable` when it is not."""
+        found = self.found
+        if found is None:
+            if self.unreadable is None:
+                self.unreadable = UnreadableInvoice("no answer", "")
+        elif found.invoice_no != self.invoice_no:
+            self.unreadable = UnreadableInvoice(
+                f"document says invoice {found.invoice_no!r}, the source says {self.invoice_no!r}")
+        elif found.supplier_id != self.supplier_id:
+            self.unreadable = UnreadableInvoice(
+                f"document says supplier {found.supplier_id!r}, the sender is {self.supplier_id!r}")
+        elif len({ln.line_no for ln in found.lines}) != len(found.lines):
+            self.unreadable = UnreadableInvoice("document repeats a line number")
+        if self.unreadable is not None:
+            self.found = None
+            if not self.unreadable.evidence:
+                self.unreadable.evidence = document[:200]
+        return self

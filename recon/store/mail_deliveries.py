@@ -1,0 +1,195 @@
+"""Delivering the outbox, and reading what its messages say: every statement the mail side runs
+against `outbox` and the rows its documents are rendered from.
+
+The sender's transaction shape is the delivery guarantee (README "did the mail go?"):
+
+    BEGIN
+    SELECT … FROM outbox WHERE due … LIMIT 1 FOR UPDATE SKIP LOCKED   -- claim_due
+    SMTP MAIL / RCPT / DATA  → 250                                       -- the server accepts
+    UPDATE outbox SET sent_at = …                                        -- mark_sent
+    COMMIT
+
+so these statements run inside the caller's transaction on the caller's connection; nothing
+here opens one.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+CHANNEL = "recon_outbox"  # LISTEN/NOTIFY channel the outbox insert trigger notifies
+
+# One definition of a message's state, used by `recon mail`, `recon status` and the summary.
+STATE_SQL = (
+    "CASE WHEN sent_at IS NOT NULL THEN 'delivered' WHEN failed_at IS NOT NULL THEN 'failed'"
+    " WHEN attempts > 0 THEN 'retrying' ELSE 'queued' END"
+)
+
+Db = asyncpg.Connection | asyncpg.Pool
+
+# ---------------------------------------------------------------------------- the sender
+_CLAIM = """
+SELECT * FROM outbox
+WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
+ORDER BY next_attempt_at, created_at
+LIMIT 1
+FOR UPDATE SKIP LOCKED
+"""
+_MARK_SENT = """
+UPDATE outbox SET sent_at = clock_timestamp(), attempts = attempts + 1,
+    last_attempt_at = now(), last_error = NULL, message_id = $2,
+    subject = coalesce($3, subject), body = coalesce($4, body), body_html = coalesce($5, body_html)
+WHERE key = $1
+"""
+_RETRY_LATER = """
+UPDATE outbox SET attempts = attempts + 1, last_attempt_at = now(), last_error = $2,
+    next_attempt_at = clock_timestamp() + make_interval(secs => $3)
+WHERE key = $1
+"""
+_PARK = """
+UPDATE outbox SET attempts = attempts + 1, last_attempt_at = now(), last_error = $2,
+    failed_at = clock_timestamp()
+WHERE key = $1
+"""
+_NEXT_DUE = """
+SELECT extract(epoch FROM min(next_attempt_at) - clock_timestamp())::float8 FROM outbox
+WHERE sent_at IS NULL AND failed_at IS NULL
+"""
+_UNTRIED_NOTES = """
+SELECT count(*) FROM outbox
+WHERE workflow_id = $1 AND kind = 'debit-note' AND sent_at IS NULL AND failed_at IS NULL
+  AND attempts = 0 AND $2::timestamptz > clock_timestamp() - make_interval(secs => $3)
+"""
+
+
+async def claim_due(conn: asyncpg.Connection) -> asyncpg.Record | None:
+    """Lock the next due message for this transaction; skipped by every other sender."""
+    return await conn.fetchrow(_CLAIM)
+
+
+async def untried_notes(conn: asyncpg.Connection, workflow_id: str, created_at: object,
+                        grace_seconds: float) -> int:
+    """Debit notes of the run not tried yet, while the summary is younger than the grace."""
+    return await conn.fetchval(_UNTRIED_NOTES, workflow_id, created_at, grace_seconds)
+
+
+async def postpone_briefly(conn: asyncpg.Connection, key: str) -> None:
+    """Let the summary wait a moment so the run's debit notes go first."""
+    await conn.execute("UPDATE outbox SET next_attempt_at = clock_timestamp()"
+                       " + interval '0.2 s' WHERE key = $1", key)
+
+
+async def mark_sent(conn: asyncpg.Connection, key: str, message_id: str, subject: str | None,
+                    text: str | None, html: str | None) -> None:
+    """The server said 250: record it (and what was sent) in the claiming transaction."""
+    await conn.execute(_MARK_SENT, key, message_id, subject, text, html)
+
+
+async def retry_later(conn: asyncpg.Connection, key: str, reply: str, wait: float) -> None:
+    await conn.execute(_RETRY_LATER, key, reply, wait)
+
+
+async def park_refused(conn: asyncpg.Connection, key: str, reply: str) -> None:
+    """Refused for good: the row stays with the server's reply, never tried again by itself."""
+    await conn.execute(_PARK, key, reply)
+
+
+async def seconds_to_next_due(conn: asyncpg.Connection) -> float | None:
+    """How long an idle lane may sleep; None when nothing waits."""
+    return await conn.fetchval(_NEXT_DUE)
+
+
+async def undelivered(conn: Db, workflow_id: str) -> int:
+    """Messages of the run still waiting for delivery (neither sent nor refused)."""
+    return await conn.fetchval(
+        "SELECT count(*) FROM outbox WHERE workflow_id = $1 AND sent_at IS NULL"
+        " AND failed_at IS NULL", workflow_id)
+
+
+# ---------------------------------------------------------------------------- answering a refusal
+async def lock_message(conn: asyncpg.Connection, key: str) -> asyncpg.Record | None:
+    """The message's delivery state, locked until the caller's transaction ends."""
+    return await conn.fetchrow("SELECT recipient, failed_at, sent_at FROM outbox WHERE key = $1"
+                               " FOR UPDATE", key)
+
+
+async def queue_again(conn: asyncpg.Connection, key: str, to: str | None) -> None:
+    """A refused message due at once, to a corrected address if one is given."""
+    await conn.execute(
+        "UPDATE outbox SET failed_at = NULL, next_attempt_at = now(),"
+        " recipient = coalesce($2, recipient) WHERE key = $1", key, to)
+
+
+async def wake_senders(conn: asyncpg.Connection) -> None:
+    """Delivered with the caller's commit, so no sender looks before the row is due."""
+    await conn.execute(f"NOTIFY {CHANNEL}")
+
+
+# ---------------------------------------------------------------------------- reading messages
+async def delivery_counts(conn: Db, workflow_id: str, kind: str) -> asyncpg.Record:
+    """delivered / pending / failed messages of one kind of one run."""
+    return await conn.fetchrow(
+        "SELECT count(*) FILTER (WHERE sent_at IS NOT NULL) AS delivered,"
+        " count(*) FILTER (WHERE sent_at IS NULL AND failed_at IS NULL) AS pending,"
+        " count(*) FILTER (WHERE sent_at IS NULL AND failed_at IS NOT NULL) AS failed"
+        " FROM outbox WHERE workflow_id = $1 AND kind = $2",
+        workflow_id, kind,
+    )
+
+
+async def list_messages(conn: Db, workflow_id: str | None) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        f"SELECT key, workflow_id, kind, recipient, subject, attempts, last_error,"
+        f" created_at, sent_at, failed_at, next_attempt_at, {STATE_SQL} AS state"
+        " FROM outbox WHERE $1::text IS NULL OR workflow_id = $1"
+        " ORDER BY created_at, key",
+        workflow_id,
+    )
+
+
+async def get_message(conn: Db, key: str) -> asyncpg.Record | None:
+    return await conn.fetchrow(f"SELECT *, {STATE_SQL} AS state FROM outbox WHERE key = $1", key)
+
+
+# ---------------------------------------------------------------------------- what messages say
+_NOTE_LINES = """
+SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount_paise,
+       c.sku, c.invoiced_qty, c.received_qty, c.invoice_price_paise, c.po_price_paise
+FROM open_mismatches m
+JOIN suppliers s USING (supplier_id)
+JOIN comparisons c ON c.workflow_id = m.workflow_id AND c.invoice_no = m.invoice_no
+                  AND c.line_no = m.line_no
+WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
+ORDER BY m.supplier_id, m.invoice_no, m.line_no, m.kind
+"""
+
+_SUPPLIERS = f"""
+SELECT l.supplier_id, s.name, count(*) AS entries, sum(l.amount_paise)::bigint AS total,
+       o.key AS note_key, o.state AS note_state
+FROM ledger_entries l
+JOIN suppliers s USING (supplier_id)
+LEFT JOIN (SELECT key, supplier_id, {STATE_SQL} AS state FROM live_debit_notes
+           WHERE workflow_id = $1) o USING (supplier_id)
+WHERE l.workflow_id = $1 AND l.kind <> 'reversal'
+  AND NOT EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference)
+GROUP BY l.supplier_id, s.name, o.key, o.state
+ORDER BY l.supplier_id
+"""
+
+
+async def debit_note_lines(conn: Db, workflow_id: str,
+                           supplier_id: str | None) -> list[asyncpg.Record]:
+    """The open (not parked) mismatch lines a debit note lists, by supplier, invoice, line."""
+    return await conn.fetch(_NOTE_LINES, workflow_id, supplier_id)
+
+
+async def summary_suppliers(conn: Db, workflow_id: str) -> list[asyncpg.Record]:
+    """Per supplier: live entries, their total, and the state of the live debit note."""
+    return await conn.fetch(_SUPPLIERS, workflow_id)
+
+
+async def summary_parked(conn: Db, workflow_id: str) -> list[asyncpg.Record]:
+    """What the summary lists as parked for a person."""
+    return await conn.fetch(
+        "SELECT invoice_no, line_no, step, reason FROM parked_items WHERE workflow_id = $1"
+        " ORDER BY invoice_no, line_no NULLS FIRST", workflow_id)

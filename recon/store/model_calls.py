@@ -1,0 +1,88 @@
+"""The paid model's book of requests (`model_calls`): a row per request, written before it is
+sent and settled when it ends, so a crash re-pays only the requests that were in flight
+(docs/model-calls.md). The grouped answer writes are in `recon.store.extractions`.
+
+The book's own connection runs with `synchronous_commit = off`: an answer is durable against a
+dying worker as soon as the commit returns (recon/documents/extraction/call_book.py says why that is safe).
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+Db = asyncpg.Connection | asyncpg.Pool
+
+IDLE_IN_TRANSACTION = "30s"  # Postgres ends a book transaction left idle this long
+
+_SENT = """
+INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response, outcome,
+                         price_in_usd, price_out_usd, attempt)
+SELECT $1, x.invoice_no, $2, $3, x.request, '', 'sent', $4, $5, $6
+FROM unnest($7::text[], $8::text[]) AS x(invoice_no, request)
+RETURNING id, invoice_no
+"""
+
+_FAILED = """
+UPDATE model_calls m
+SET outcome = x.outcome, status_code = x.status, error = x.error, settled_at = now()
+FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[]) AS x(id, outcome, status, error)
+WHERE m.id = x.id AND m.outcome = 'sent'
+"""
+
+MARK_LOST = """
+UPDATE model_calls SET outcome = 'lost', settled_at = now()
+WHERE workflow_id = $1 AND outcome = 'sent' AND invoice_no = ANY($2::text[])
+"""
+
+
+async def prepare_book_connection(conn: asyncpg.Connection) -> None:
+    """The book's connection: commits that skip the WAL flush, and Postgres ends a transaction
+    left idle longer than IDLE_IN_TRANSACTION (a writer that hung)."""
+    await conn.execute("SET synchronous_commit = off")
+    await conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'")
+
+
+async def record_sent(conn: asyncpg.Connection, workflow_id: str, extractor: str, model: str,
+                      price_in: float, price_out: float, attempt: str, invoice_nos: list[str],
+                      requests: list[str]) -> list[asyncpg.Record]:
+    """One `sent` row per request about to go out; (id, invoice_no) of each."""
+    return await conn.fetch(
+        _SENT, workflow_id, extractor, model, price_in, price_out, attempt, invoice_nos, requests,
+    )
+
+
+async def forget_unsent(conn: asyncpg.Connection, ids: list[int]) -> None:
+    """Rows of requests whose callers were cancelled while they were written: never sent."""
+    await conn.execute("DELETE FROM model_calls WHERE id = ANY($1)", ids)
+
+
+async def settle_failed(conn: asyncpg.Connection, failed: list[tuple]) -> None:
+    """(id, outcome, status, error) per request that ended without an answer."""
+    await conn.execute(_FAILED, *(list(col) for col in zip(*failed, strict=True)))
+
+
+async def mark_lost(conn: Db, workflow_id: str, invoice_nos: list[str]) -> None:
+    """Requests an earlier attempt left in flight: it died, so nobody will settle them."""
+    await conn.execute(MARK_LOST, workflow_id, invoice_nos)
+
+
+_BILL = """
+SELECT
+  count(*) FILTER (WHERE outcome = 'answered') AS answered,
+  count(*) AS requests,
+  count(*) FILTER (WHERE outcome = 'error') AS errors,
+  count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
+  count(*) FILTER (WHERE outcome = 'lost') AS lost,
+  count(*) FILTER (WHERE outcome = 'sent') AS in_flight,
+  coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
+  coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
+  coalesce(sum(coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)
+             + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1000000, 0)
+      AS cost_usd
+FROM model_calls WHERE workflow_id = $1
+"""
+
+
+async def bill_row(conn: Db, workflow_id: str) -> asyncpg.Record:
+    """The night's requests by outcome, tokens, and cost at the prices recorded per row."""
+    return await conn.fetchrow(_BILL, workflow_id)
