@@ -15,6 +15,7 @@ from activities.step import business_step, last_progress
 from recon.fencing import scope_for
 from recon.ledger import LedgerEntry, live_adjustment_total, post_entries, verify_adjustments
 from recon.models import PostInput, PostResult
+from recon.store.statistics import refresh_statistics
 
 STEP = "post_adjustments"
 
@@ -55,6 +56,7 @@ async def post_adjustments(job: PostInput) -> PostResult:
             conn, STEP, _NEXT, job.workflow_id, job.batch_size, last_progress(), write,
             (generation, job.supplier_id),
         )
+        await refresh_statistics(conn, "ledger_entries")  # as in update_stock: plan on what it holds
         expected = await verify_adjustments(conn, job.workflow_id, job.supplier_id)
         total = await live_adjustment_total(conn, job.workflow_id, job.supplier_id)
     activity.logger.info(
