@@ -21,9 +21,9 @@ from activities.observe import ObservingInterceptor
 from activities.registry import ACTIVITIES
 from recon import logs, metrics
 from recon.config import Settings, load_settings
-from recon.db import connect_pool, migrate
 from recon.extraction import make_extractor
 from recon.mail.run import start_sender
+from recon.store.db import connect_pool, migrate
 from recon.temporal_client import connect
 from workflows.registry import WORKFLOWS
 

@@ -20,22 +20,12 @@ from recon import failpoints
 from recon.extraction.offline_extractor import OfflineExtractor
 from recon.extraction.openai_model import OpenAIExtractor
 from recon.extraction.results import STEP, write_results
-from recon.fencing import Fence, scope_for
 from recon.models import Count, ExtractBatch
+from recon.store.db import commit_asynchronously
+from recon.store.fences import Fence, scope_for
+from recon.store.invoices import not_yet_extracted
 
 OFFLINE_GROUP = 250  # invoices per transaction for the offline parser
-
-_NOT_YET_EXTRACTED = """
-SELECT r.seq, r.invoice_no, r.supplier_id, r.document
-FROM run_invoices r
-WHERE r.workflow_id = $1 AND r.seq BETWEEN $2 AND $3
-  AND NOT EXISTS (SELECT 1 FROM extractions e
-                  WHERE e.workflow_id = r.workflow_id AND e.invoice_no = r.invoice_no)
-  AND NOT EXISTS (SELECT 1 FROM parked_items p
-                  WHERE p.workflow_id = r.workflow_id AND p.item_key = 'invoice:' || r.invoice_no)
-ORDER BY r.seq
-"""
-
 
 async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor,
                            workflow_id: str, pending: list[asyncpg.Record], fence: Fence) -> Count:
@@ -52,7 +42,7 @@ async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor
         async with conn.transaction():
             # A worker crash cannot lose a commit; only a Postgres crash can lose the last
             # fraction of a second, which the next attempt parses again.
-            await conn.execute("SET LOCAL synchronous_commit = off")
+            await commit_asynchronously(conn)
             await fence.check(conn)  # a stale attempt records nothing
             await write_results(conn, workflow_id, extractor.name, extractor.model, results)
         parked = sum(1 for r in results if r.found is None)
@@ -73,9 +63,8 @@ async def extract_lines(batch: ExtractBatch) -> Count:
         scope_for(batch.workflow_id, f"extract:{batch.first_seq}-{batch.last_seq}"))
     # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
     async with pool.acquire() as conn:
-        pending = await conn.fetch(
-            _NOT_YET_EXTRACTED, batch.workflow_id, batch.first_seq, batch.last_seq
-        )
+        pending = await not_yet_extracted(conn, batch.workflow_id, batch.first_seq,
+                                          batch.last_seq)
         if isinstance(extractor, OfflineExtractor):
             return await _extract_offline(conn, extractor, batch.workflow_id, pending, fence)
     if not pending:

@@ -6,7 +6,7 @@ Temporal handed to its open polls and has long since given to another worker. Su
 must not take a new fencing token, or the live attempt's next write would be refused. So the
 attempt asks Temporal first (is the workflow run still open, and is this activity's pending
 attempt this one?), then asks Postgres for the token, which also refuses an earlier activity or
-attempt of the same run (recon/fencing.py). Every write then checks the token in its own
+attempt of the same run (recon/store/fences.py). Every write then checks the token in its own
 transaction, as before.
 """
 
@@ -19,7 +19,7 @@ from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 
 from activities import resources
 from recon.errors import StaleAttempt
-from recon.fencing import Fence, Holder, take_fence
+from recon.store.fences import Fence, Holder, take_fence
 
 
 def _holder() -> Holder:

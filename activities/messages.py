@@ -13,13 +13,14 @@ from temporalio import activity
 
 from activities import fences, resources
 from activities.step import business_step
-from recon.fencing import scope_for
 from recon.keys import generation_key
 from recon.mail.documents import load_debit_notes, render_debit_note
 from recon.mail.summary import summary_document
 from recon.models import Count, OutboxInput, RunSummary
-from recon.outbox import Message, enqueue, has_live_note, summary_key, verify_debit_notes
-from recon.run_facts import run_facts
+from recon.store.fences import scope_for
+from recon.store.generations import current_generation
+from recon.store.outbox import Message, enqueue, has_live_note, summary_key, verify_debit_notes
+from recon.store.run_facts import run_facts
 
 
 @activity.defn(name="send_debit_notes")
@@ -27,7 +28,7 @@ from recon.run_facts import run_facts
 async def send_debit_notes(job: OutboxInput) -> Count:
     pool = resources.pool()
     fence = await fences.take(scope_for(job.workflow_id, "outbox"))
-    generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
+    generation = await current_generation(pool, job.workflow_id)
     notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
                                    job.supplier_id)
     async with pool.acquire() as conn:
@@ -51,7 +52,7 @@ async def send_summary(job: OutboxInput) -> RunSummary:
     pool = resources.pool()
     fence = await fences.take(scope_for(job.workflow_id, "summary"))
     facts = await run_facts(pool, job.workflow_id)
-    generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
+    generation = await current_generation(pool, job.workflow_id)
     # A redo's summary is a correcting summary of its own (per scope); a reset that undid
     # nothing sends none.
     key = generation_key(summary_key(job.workflow_id), generation)

@@ -12,25 +12,18 @@ from temporalio import activity
 from activities import fences, resources
 from activities.batches import walk_in_batches
 from activities.step import business_step, last_progress
-from recon.fencing import scope_for
-from recon.ledger import LedgerEntry, live_adjustment_total, post_entries, verify_adjustments
 from recon.models import PostInput, PostResult
+from recon.store.fences import scope_for
+from recon.store.generations import current_generation
+from recon.store.ledger import (
+    LedgerEntry,
+    live_adjustment_total,
+    next_to_post,
+    post_entries,
+    verify_adjustments,
+)
 
 STEP = "post_adjustments"
-
-# $4 the generation new entries go under, $5 the supplier in scope (NULL: all). A mismatch that
-# already has a live entry in any generation is left alone: a reset that undid nothing posts
-# nothing, and a redo after an undo posts exactly what was reversed, under fresh keys.
-_NEXT = """
-SELECT m.seq, recon_key(m.reference, $4) AS reference, m.invoice_no, m.supplier_id, m.line_no,
-       m.kind, m.amount_paise, m.detail,
-       EXISTS (SELECT 1 FROM generate_series(1, $4) AS gen
-               JOIN live_ledger_entries l ON l.reference = recon_key(m.reference, gen)) AS live
-FROM open_mismatches m
-WHERE m.workflow_id = $1 AND m.seq > $2 AND ($5::text IS NULL OR m.supplier_id = $5)
-ORDER BY m.seq LIMIT $3
-"""
-
 
 @activity.defn(name="post_adjustments")
 @business_step
@@ -38,7 +31,7 @@ async def post_adjustments(job: PostInput) -> PostResult:
     pool = resources.pool()
     fence = await fences.take(scope_for(job.workflow_id, "ledger"))
     async with pool.acquire() as conn:
-        generation = await conn.fetchval("SELECT recon_generation($1)", job.workflow_id)
+        generation = await current_generation(conn, job.workflow_id)
 
         async def write(rows: list[asyncpg.Record]) -> int:
             return await post_entries(conn, [
@@ -51,10 +44,11 @@ async def post_adjustments(job: PostInput) -> PostResult:
                 for r in rows if not r["live"]
             ], fence)
 
-        walk = await walk_in_batches(
-            conn, STEP, _NEXT, job.workflow_id, job.batch_size, last_progress(), write,
-            (generation, job.supplier_id),
-        )
+        async def fetch(after_seq: int) -> list[asyncpg.Record]:
+            return await next_to_post(conn, job.workflow_id, after_seq, job.batch_size,
+                                      generation, job.supplier_id)
+
+        walk = await walk_in_batches(STEP, last_progress(), fetch, write)
         expected = await verify_adjustments(conn, job.workflow_id, job.supplier_id)
         total = await live_adjustment_total(conn, job.workflow_id, job.supplier_id)
     activity.logger.info(

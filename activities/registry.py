@@ -1,7 +1,6 @@
 """Every activity the worker serves, in step order."""
 
 from activities.extract_lines import extract_lines
-from activities.fetch_invoices import fetch_invoices
 from activities.handover import (
     check_evidence,
     park_invoices,
@@ -9,9 +8,15 @@ from activities.handover import (
     record_handover,
     send_reminder,
 )
-from activities.matching import compare_quantities, flag_mismatches, match_orders, read_stock
 from activities.messages import send_debit_notes, send_summary
 from activities.post_adjustments import post_adjustments
+from activities.reading import (
+    compare_quantities,
+    fetch_invoices,
+    flag_mismatches,
+    match_orders,
+    read_stock,
+)
 from activities.schedule import resolve_night
 from activities.undo import (
     open_next_generation,

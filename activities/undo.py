@@ -15,13 +15,14 @@ from temporalio import activity
 from activities import fences, resources
 from activities.step import business_step, report_progress
 from recon import failpoints
-from recon.fencing import scope_for
-from recon.ledger import LedgerEntry, post_entries
 from recon.mail.documents import render_withdrawal
 from recon.models import GenerationRequest, Reversed, UndoRequest
-from recon.outbox import Message, enqueue
-from recon.stock import StockMovement, move_stock
-from recon.undo import Scope, plan_undo, undo_key, withdrawal_key
+from recon.store import generations
+from recon.store.fences import scope_for
+from recon.store.ledger import LedgerEntry, post_entries
+from recon.store.outbox import Message, enqueue
+from recon.store.reversals import Scope, plan_undo, reversed_paise, undo_key, withdrawal_key
+from recon.store.stock import StockMovement, move_stock
 
 T = TypeVar("T")
 
@@ -49,13 +50,8 @@ async def open_next_generation(req: GenerationRequest) -> int:
     this night afterwards (a redo, or a reset of the night) posts under fresh keys, so it can
     never collide with an entry this undo reverses. One row per undo execution: a retried
     activity raises it once."""
-    pool = resources.pool()
-    await pool.execute(
-        "INSERT INTO run_generations (workflow_id, raised_by) VALUES ($1, $2)"
-        " ON CONFLICT DO NOTHING",
-        req.run_workflow_id, req.raised_by,
-    )
-    return int(await pool.fetchval("SELECT recon_generation($1)", req.run_workflow_id))
+    return await generations.open_next_generation(resources.pool(), req.run_workflow_id,
+                                                  req.raised_by)
 
 
 @activity.defn(name="withdraw_debit_notes")
@@ -132,11 +128,5 @@ async def reverse_ledger_entries(req: UndoRequest) -> Reversed:
     async with pool.acquire() as conn:
         for batch in _batches(entries, "reverse_ledger_entries"):
             done += await post_entries(conn, batch, fence)
-        reversed_paise = await conn.fetchval(
-            "SELECT coalesce(-sum(r.amount_paise), 0)::bigint FROM ledger_entries r"
-            " JOIN ledger_entries o ON o.reference = r.reverses"
-            " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
-            " AND ($3::text[] IS NULL OR o.reference = ANY($3))",
-            *_scope(req).params(),
-        )
-    return Reversed(count=done, paise=int(reversed_paise))
+        paise = await reversed_paise(conn, _scope(req))
+    return Reversed(count=done, paise=paise)

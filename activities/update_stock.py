@@ -1,8 +1,8 @@
 """Step 8: book each reconciled line's received quantity into stock, once per key.
 
 Same guarantees as step 7 (keyed rows, fenced writes, heartbeat progress, a closing check), but
-set-based: each transaction is one `INSERT ... SELECT` over a seq range of the run's comparisons
-(recon.stock.move_reconciled_range), so no movement passes through Python.
+set-based: each transaction is one statement over a seq range of the run's comparisons
+(recon.store.stock.move_reconciled_range), so no movement passes through Python.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from temporalio import activity
 from activities import fences, resources
 from activities.step import business_step, last_progress, report_progress
 from recon import failpoints
-from recon.fencing import scope_for
-from recon.ledger import ever_undone
 from recon.models import PostInput, PostResult
-from recon.stock import move_reconciled_range, verify_movements
+from recon.store.fences import scope_for
+from recon.store.generations import current_generation
+from recon.store.ledger import ever_undone
+from recon.store.matching import last_comparison_seq
+from recon.store.stock import move_reconciled_range, verify_movements
 
 STEP = "update_stock"
 
@@ -28,11 +30,9 @@ async def update_stock(job: PostInput) -> PostResult:
     started_after = position = last_progress()
     inserted = walked = 0
     async with pool.acquire() as conn:
-        generation = await conn.fetchval("SELECT recon_generation($1)", job.workflow_id)
+        generation = await current_generation(conn, job.workflow_id)
         undone = await ever_undone(conn, job.workflow_id)
-        last_seq = await conn.fetchval(
-            "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", job.workflow_id
-        )
+        last_seq = await last_comparison_seq(conn, job.workflow_id)
         while position < last_seq:
             upto = min(position + job.batch_size, last_seq)
             failpoints.hit_range(STEP, position, upto)

@@ -19,13 +19,14 @@ from rich.console import Console
 from rich.table import Table
 
 from recon.config import load_settings, state_dir
-from recon.db import DatabaseUnavailable, connect_pool, migrate
 from recon.deciding import DecisionRefused
 from recon.embedded import StackError
+from recon.errors import DatabaseUnavailable
 from recon.importer import ImportProblem
 from recon.inspection import UnknownRun
 from recon.redoing import RedoRefused
 from recon.seed import SeedError
+from recon.store.db import connect_pool, migrate
 from recon.temporal_client import TemporalUnavailable
 from recon.undoing import UndoRefused
 
@@ -244,6 +245,7 @@ def run(
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from recon.models import workflow_id_for
+    from recon.store.invoices import invoices_waiting
     from starter import start_night
 
     settings = load_settings()
@@ -252,9 +254,7 @@ def run(
     async def go():
         pool = await _pool()
         try:
-            have = await pool.fetchval(
-                "SELECT count(*) FROM invoices WHERE business_date = $1 AND warehouse = $2",
-                date.fromisoformat(day), wh)
+            have = await invoices_waiting(pool, date.fromisoformat(day), wh)
         finally:
             await pool.close()
         if not have:
@@ -357,7 +357,7 @@ def _print_delivery(wid: str) -> None:
 
 
 def _model_bill_line(wid: str) -> str:
-    from recon.model_bill import bill_line
+    from recon.store.model_bill import bill_line
 
     return asyncio.run(bill_line(wid))
 
@@ -426,14 +426,12 @@ def handovers() -> None:
     """Runs waiting for a person's decision."""
 
     from recon.mail.handovers import open_handovers
+    from recon.store.handovers import waiting
 
     async def go():
         pool = await _pool()
         try:
-            return await pool.fetch(
-                "SELECT workflow_id, handover_no, step, error_type, created_at FROM handovers"
-                " WHERE decision IS NULL ORDER BY created_at"
-            ), await open_handovers(pool)
+            return await waiting(pool), await open_handovers(pool)
         finally:
             await pool.close()
 

@@ -13,6 +13,10 @@ from datetime import timedelta
 import asyncpg
 
 
+class DatabaseUnavailable(RuntimeError):
+    """Postgres cannot be reached: a one-line reason for the CLI, a temporary error for a step."""
+
+
 class KeyPayloadConflict(Exception):
     """The same idempotency key arrived with a different payload: a bug, not a duplicate."""
 

@@ -17,8 +17,8 @@ import asyncpg
 import pytest
 
 from recon.errors import KeyPayloadConflict, StaleAttempt
-from recon.fencing import scope_for, take_fence
-from recon.ledger import LedgerEntry, adjustment_key, post_entries
+from recon.store.fences import scope_for, take_fence
+from recon.store.ledger import LedgerEntry, adjustment_key, post_entries
 
 ROUNDS = 15
 ENTRIES = 40
@@ -193,7 +193,7 @@ async def test_an_earlier_attempt_of_the_same_run_cannot_take_the_fence_back(
 ) -> None:
     """A woken worker starting a superseded attempt must not take a newer token than the live
     attempt holds; a later activity of the run, or another run (reset, undo, redo), may."""
-    from recon.fencing import Holder
+    from recon.store.fences import Holder
 
     scope = scope_for(f"fence-{uuid.uuid4()}", "ledger")
     live = await take_fence(pool, scope, Holder("run-1", seq=7, attempt=3))

@@ -1,5 +1,5 @@
 """Step 8 books stock set-based (one INSERT ... SELECT per seq range). It must write exactly the
-rows the row-by-row path (`recon.stock.move_stock`) writes, keep one movement per key through a
+rows the row-by-row path (`recon.store.stock.move_stock`) writes, keep one movement per key through a
 redo and a crash, refuse a stale fence, and fail loudly on a key holding another quantity."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from temporalio.client import Client
 
 from recon.errors import StaleAttempt, VerificationFailed
-from recon.fencing import scope_for, take_fence
 from recon.seed import seed_night
-from recon.stock import (
+from recon.store.fences import scope_for, take_fence
+from recon.store.stock import (
     StockMovement,
     move_reconciled_range,
     move_stock,

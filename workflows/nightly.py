@@ -19,7 +19,6 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.extract_lines import extract_lines
-    from activities.fetch_invoices import fetch_invoices
     from activities.handover import (
         check_evidence,
         park_invoices,
@@ -27,14 +26,15 @@ with workflow.unsafe.imports_passed_through():
         record_handover,
         send_reminder,
     )
-    from activities.matching import (
+    from activities.messages import send_debit_notes, send_summary
+    from activities.post_adjustments import post_adjustments
+    from activities.reading import (
         compare_quantities,
+        fetch_invoices,
         flag_mismatches,
         match_orders,
         read_stock,
     )
-    from activities.messages import send_debit_notes, send_summary
-    from activities.post_adjustments import post_adjustments
     from activities.update_stock import update_stock
     from recon.models import (
         DECISIONS,

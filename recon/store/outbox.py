@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from recon.errors import KeyPayloadConflict, VerificationFailed
-from recon.fencing import Fence
+from recon.store.fences import Fence
 
 
 @dataclass(frozen=True)

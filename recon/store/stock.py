@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from recon.errors import KeyPayloadConflict, StaleAttempt, VerificationFailed
-from recon.fencing import Fence
+from recon.store.fences import Fence
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ async def verify_movements(
     conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
 ) -> int:
     """Every open reconciled line has exactly one live movement (not reversed) of its quantity."""
-    from recon.ledger import ever_undone
+    from recon.store.ledger import ever_undone
 
     query = _VERIFY if await ever_undone(conn, workflow_id) else _VERIFY_NEVER_UNDONE
     row = await conn.fetchrow(query, workflow_id, supplier_id)

@@ -9,10 +9,10 @@ import itertools
 import pytest
 
 from recon.keys import generation_key, redo_workflow_id
-from recon.ledger import adjustment_key
 from recon.models import UndoRequest, undo_workflow_id, workflow_id_for
-from recon.outbox import debit_note_key, summary_key
-from recon.stock import movement_key
+from recon.store.ledger import adjustment_key
+from recon.store.outbox import debit_note_key, summary_key
+from recon.store.stock import movement_key
 
 WF = "recon-2026-10-13-ldh"
 
