@@ -20,9 +20,10 @@ from recon import failpoints
 from recon.extraction.offline_extractor import OfflineExtractor
 from recon.extraction.openai_model import OpenAIExtractor
 from recon.extraction.results import STEP, write_results
+from recon.keys import extract_fence_store, fence_scope
 from recon.models import Count, ExtractBatch
 from recon.store.db import commit_asynchronously
-from recon.store.fences import Fence, scope_for
+from recon.store.fences import Fence
 from recon.store.invoices import not_yet_extracted
 
 OFFLINE_GROUP = 250  # invoices per transaction for the offline parser
@@ -60,7 +61,7 @@ async def extract_lines(batch: ExtractBatch) -> Count:
     # Fenced like posting: an attempt Temporal has given up on (a worker frozen and woken, say)
     # learns it before it records anything or sends a request it would pay for.
     fence = await fences.take(
-        scope_for(batch.workflow_id, f"extract:{batch.first_seq}-{batch.last_seq}"))
+        fence_scope(batch.workflow_id, extract_fence_store(batch.first_seq, batch.last_seq)))
     # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
     async with pool.acquire() as conn:
         pending = await not_yet_extracted(conn, batch.workflow_id, batch.first_seq,

@@ -13,6 +13,7 @@ from temporalio import activity
 from activities import resources
 from activities.step import business_step
 from recon.errors import VerificationFailed
+from recon.keys import handover_key, reminder_key
 from recon.models import (
     GateInput,
     GateVerdict,
@@ -75,7 +76,7 @@ async def record_handover(req: HandoverRequest) -> HandoverNote:
                 req.error_message, req.attempts, posted, req.next_action, stored,
             )
         await enqueue(conn, Message(
-            key=f"{req.workflow_id}:handover:{req.handover_no}", workflow_id=req.workflow_id,
+            key=handover_key(req.workflow_id, req.handover_no), workflow_id=req.workflow_id,
             kind="handover", recipient=req.finance_head_email,
             subject=f"Decision needed: {req.workflow_id} stopped at {req.step}", body=stored,
         ))
@@ -120,7 +121,7 @@ async def send_reminder(req: ReminderRequest) -> None:
     note = await handovers.stored_note(pool, req.workflow_id, req.handover_no)
     async with pool.acquire() as conn:
         await enqueue(conn, Message(
-            key=f"{req.workflow_id}:handover:{req.handover_no}:reminder:{req.reminder_no}",
+            key=reminder_key(req.workflow_id, req.handover_no, req.reminder_no),
             workflow_id=req.workflow_id, kind="reminder", recipient=req.finance_head_email,
             subject=f"Reminder {req.reminder_no}: {req.workflow_id} still waits for a decision",
             body=note or "",

@@ -13,13 +13,12 @@ from temporalio import activity
 
 from activities import fences, resources
 from activities.step import business_step
-from recon.keys import generation_key
+from recon.keys import fence_scope, generation_key, scoped_summary_key, summary_key
 from recon.mail.documents import load_debit_notes, render_debit_note
 from recon.mail.summary import summary_document
 from recon.models import Count, OutboxInput, RunSummary
-from recon.store.fences import scope_for
 from recon.store.generations import current_generation
-from recon.store.outbox import Message, enqueue, has_live_note, summary_key, verify_debit_notes
+from recon.store.outbox import Message, enqueue, has_live_note, verify_debit_notes
 from recon.store.run_facts import run_facts
 
 
@@ -27,7 +26,7 @@ from recon.store.run_facts import run_facts
 @business_step
 async def send_debit_notes(job: OutboxInput) -> Count:
     pool = resources.pool()
-    fence = await fences.take(scope_for(job.workflow_id, "outbox"))
+    fence = await fences.take(fence_scope(job.workflow_id, "outbox"))
     generation = await current_generation(pool, job.workflow_id)
     notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
                                    job.supplier_id)
@@ -50,14 +49,13 @@ async def send_debit_notes(job: OutboxInput) -> Count:
 @business_step
 async def send_summary(job: OutboxInput) -> RunSummary:
     pool = resources.pool()
-    fence = await fences.take(scope_for(job.workflow_id, "summary"))
+    fence = await fences.take(fence_scope(job.workflow_id, "summary"))
     facts = await run_facts(pool, job.workflow_id)
     generation = await current_generation(pool, job.workflow_id)
     # A redo's summary is a correcting summary of its own (per scope); a reset that undid
     # nothing sends none.
-    key = generation_key(summary_key(job.workflow_id), generation)
-    if job.supplier_id:
-        key = f"{key}:{job.supplier_id}"
+    key = scoped_summary_key(generation_key(summary_key(job.workflow_id), generation),
+                             job.supplier_id)
     document = await summary_document(pool, job.workflow_id)
     async with pool.acquire() as conn:
         await enqueue(conn, Message(

@@ -12,8 +12,8 @@ from temporalio import activity
 from activities import fences, resources
 from activities.batches import walk_in_batches
 from activities.step import business_step, last_progress
+from recon.keys import fence_scope
 from recon.models import PostInput, PostResult
-from recon.store.fences import scope_for
 from recon.store.generations import current_generation
 from recon.store.ledger import (
     LedgerEntry,
@@ -29,7 +29,7 @@ STEP = "post_adjustments"
 @business_step
 async def post_adjustments(job: PostInput) -> PostResult:
     pool = resources.pool()
-    fence = await fences.take(scope_for(job.workflow_id, "ledger"))
+    fence = await fences.take(fence_scope(job.workflow_id, "ledger"))
     async with pool.acquire() as conn:
         generation = await current_generation(conn, job.workflow_id)
 

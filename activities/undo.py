@@ -15,13 +15,13 @@ from temporalio import activity
 from activities import fences, resources
 from activities.step import business_step, report_progress
 from recon import failpoints
+from recon.keys import fence_scope, undo_key, withdrawal_key
 from recon.mail.documents import render_withdrawal
 from recon.models import GenerationRequest, Reversed, UndoRequest
 from recon.store import generations
-from recon.store.fences import scope_for
 from recon.store.ledger import LedgerEntry, post_entries
 from recon.store.outbox import Message, enqueue
-from recon.store.reversals import Scope, plan_undo, reversed_paise, undo_key, withdrawal_key
+from recon.store.reversals import Scope, plan_undo, reversed_paise
 from recon.store.stock import StockMovement, move_stock
 
 T = TypeVar("T")
@@ -60,7 +60,7 @@ async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
     """An email cannot be unsent: a withdrawal note follows every debit note in scope."""
     pool = resources.pool()
     scope = _scope(req)
-    fence = await fences.take(scope_for(req.run_workflow_id, "outbox"))
+    fence = await fences.take(fence_scope(req.run_workflow_id, "outbox"))
     plan = await plan_undo(pool, scope)
     withdrawn, withdrawn_paise = 0, 0
     async with pool.acquire() as conn:
@@ -69,7 +69,7 @@ async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
             if scope.references:
                 amount = sum(r["amount_paise"] for r in plan.ledger
                              if r["supplier_id"] == note["supplier_id"])
-            key = withdrawal_key(note["key"], scope)
+            key = withdrawal_key(note["key"], scope.references)
             document = render_withdrawal(
                 withdrawal_key=key, note_key=note["key"], supplier_name=note["supplier_name"],
                 note_total_paise=note["amount_paise"], withdrawn_paise=amount, reason=req.reason,
@@ -91,7 +91,7 @@ async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
 @business_step
 async def reverse_stock_movements(req: UndoRequest) -> Reversed:
     pool = resources.pool()
-    fence = await fences.take(scope_for(req.run_workflow_id, "stock"))
+    fence = await fences.take(fence_scope(req.run_workflow_id, "stock"))
     plan = await plan_undo(pool, _scope(req))
     moves = [
         StockMovement(
@@ -113,7 +113,7 @@ async def reverse_stock_movements(req: UndoRequest) -> Reversed:
 @business_step
 async def reverse_ledger_entries(req: UndoRequest) -> Reversed:
     pool = resources.pool()
-    fence = await fences.take(scope_for(req.run_workflow_id, "ledger"))
+    fence = await fences.take(fence_scope(req.run_workflow_id, "ledger"))
     plan = await plan_undo(pool, _scope(req))
     entries = [
         LedgerEntry(

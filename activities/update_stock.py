@@ -12,8 +12,8 @@ from temporalio import activity
 from activities import fences, resources
 from activities.step import business_step, last_progress, report_progress
 from recon import failpoints
+from recon.keys import fence_scope
 from recon.models import PostInput, PostResult
-from recon.store.fences import scope_for
 from recon.store.generations import current_generation
 from recon.store.ledger import ever_undone
 from recon.store.matching import last_comparison_seq
@@ -26,7 +26,7 @@ STEP = "update_stock"
 @business_step
 async def update_stock(job: PostInput) -> PostResult:
     pool = resources.pool()
-    fence = await fences.take(scope_for(job.workflow_id, "stock"))
+    fence = await fences.take(fence_scope(job.workflow_id, "stock"))
     started_after = position = last_progress()
     inserted = walked = 0
     async with pool.acquire() as conn:

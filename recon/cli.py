@@ -244,7 +244,7 @@ def run(
     """Start (or attach to) the night's run."""
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
-    from recon.models import workflow_id_for
+    from recon.keys import workflow_id_for
     from recon.store.invoices import invoices_waiting
     from starter import start_night
 

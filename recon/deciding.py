@@ -12,6 +12,7 @@ import asyncpg
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from recon.keys import REDO_WORKFLOW_PREFIX
 from recon.store import handovers
 from recon.store.inspection import live_rows_of_invoice
 from recon.store.invoices import in_run
@@ -23,7 +24,7 @@ class DecisionRefused(ValueError):
 
 async def _night_of(client: Client, workflow_id: str) -> str:
     """A redo writes under its night's id (kept in its memo); every other run under its own."""
-    if not workflow_id.startswith("redo-"):
+    if not workflow_id.startswith(REDO_WORKFLOW_PREFIX):
         return workflow_id
     try:
         memo = await (await client.get_workflow_handle(workflow_id).describe()).memo()

@@ -18,11 +18,6 @@ STEPS: list[str] = [
 ]
 
 
-def workflow_id_for(business_date: str, warehouse: str) -> str:
-    """One run per warehouse per night; every idempotency key starts with this id."""
-    return f"recon-{business_date}-{warehouse}"
-
-
 class RunRequest(BaseModel):
     """Everything the run needs to decide, fixed at start so replay sees the same values."""
 
@@ -247,13 +242,7 @@ class UndoResult(BaseModel):
 
 
 def undo_workflow_id(req: UndoRequest) -> str:
-    """Derived from the run and the scope: starting the same undo twice is the same workflow."""
-    import hashlib
+    """The undo's workflow id for a request (the shape is recon.keys.undo_workflow_id)."""
+    from recon.keys import undo_workflow_id as shape
 
-    base = f"undo-{req.run_workflow_id}"
-    if req.references:
-        digest = hashlib.sha256("\n".join(sorted(set(req.references))).encode()).hexdigest()[:10]
-        return f"{base}-refs-{digest}"
-    if req.supplier_id:
-        return f"{base}-supplier-{req.supplier_id}"
-    return base
+    return shape(req.run_workflow_id, req.supplier_id, req.references)

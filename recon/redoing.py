@@ -18,7 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
 from recon.inspection import UnknownRun
-from recon.keys import redo_workflow_id
+from recon.keys import UNDO_WORKFLOW_PREFIX, companions_of, redo_workflow_id
 from recon.store.reversals import supplier_in_night, to_redo
 
 NIGHT_ID = re.compile(r"recon-(\d{4}-\d{2}-\d{2})-([a-z0-9][a-z0-9_-]{0,31})")
@@ -38,7 +38,7 @@ async def _run_status(client: Client, run: str) -> WorkflowExecutionStatus | Non
 
 
 async def _undo_running(client: Client, run: str) -> str | None:
-    query = f'WorkflowId STARTS_WITH "undo-{run}" AND ExecutionStatus = "Running"'
+    query = companions_of(run, UNDO_WORKFLOW_PREFIX)
     async for wf in client.list_workflows(query, limit=1):
         return wf.id
     return None

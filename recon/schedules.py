@@ -29,7 +29,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
-from recon.models import workflow_id_for
+from recon.keys import workflow_id_for
 from recon.scheduling import NightlyStart, clock, firing_for, zone
 from starter import run_request
 from workflows.nightly_starter import NightlyStarter

@@ -22,12 +22,14 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from recon.history import read_history
 from recon.inspection import UnknownRun
+from recon.keys import REDO_WORKFLOW_PREFIX, UNDO_WORKFLOW_PREFIX, undo_workflow_id
 from recon.money import rupees
 from recon.store.inspection import run_wrote, status_counts
 
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
 RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
-COMPANION_PREFIXES = ("undo-", "redo-")  # workflows that act on a run, named after it
+# workflows that act on a run, named after it
+COMPANION_PREFIXES = (UNDO_WORKFLOW_PREFIX, REDO_WORKFLOW_PREFIX)
 # Activities a person reads as steps; the rest (handover records, gate checks) are bookkeeping.
 _BOOKKEEPING = {"record_handover", "record_decision", "send_reminder", "check_evidence"}
 
@@ -153,13 +155,14 @@ async def run_status(client: Client, pool: asyncpg.Pool, workflow_id: str) -> St
     if workflow_id.startswith(COMPANION_PREFIXES):
         companion, handle = await _state(client, workflow_id)
         named = await _run_named_in_input(handle) if handle is not None else None
-        run_id = named or await _run_from_id(client, pool, workflow_id[len("undo-"):])
+        run_id = named or await _run_from_id(client, pool, workflow_id[len(UNDO_WORKFLOW_PREFIX):])
     run, _handle = await _state(client, run_id)
     if run.execution == "running" and run.business == "Undoing":
         # A person decided "undo": the run waits on its undo child, whose step is the news.
-        child, _ = await _state(client, f"undo-{run_id}")
+        child_id = undo_workflow_id(run_id)
+        child, _ = await _state(client, child_id)
         if child.known:
-            run.current_step = f"undo, {child.current_step or 'starting'} (undo-{run_id})"
+            run.current_step = f"undo, {child.current_step or 'starting'} ({child_id})"
     counts = await status_counts(pool, run_id)
     if not run.known and (companion is None or not companion.known) and not (
         counts["invoices"] or counts["ledger_live"] or counts["ledger_reversals"]

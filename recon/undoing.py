@@ -15,6 +15,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
 from recon.inspection import UnknownRun
+from recon.keys import REDO_WORKFLOW_PREFIX, companions_of
 from recon.models import UndoRequest, UndoResult, undo_workflow_id
 from recon.money import rupees
 from recon.store.inspection import (
@@ -49,7 +50,7 @@ async def _checked_plan(
             f"finish, or answer its handover with `recon approve {run} --decision undo`"
         )
     async for redo in client.list_workflows(
-        f'WorkflowId STARTS_WITH "redo-{run}" AND ExecutionStatus = "Running"', limit=1
+        companions_of(run, REDO_WORKFLOW_PREFIX), limit=1
     ):
         raise UndoRefused(f"redo {redo.id} of this night is still going: answer or wait for it "
                           f"(`recon status {redo.id}`), then undo")

@@ -23,7 +23,7 @@ from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedErro
 
 with workflow.unsafe.imports_passed_through():
     from activities.schedule import resolve_night
-    from recon.models import workflow_id_for
+    from recon.keys import workflow_id_for
     from recon.run_labels import night_start_options
     from recon.scheduling import NightlyStart, NightToResolve, StarterOutcome
     from workflows.nightly import NightlyReconciliation

@@ -7,6 +7,7 @@ from datetime import date
 
 import asyncpg
 
+from recon.keys import PARKED_INVOICE, row_template
 from recon.store.db import lock_run
 
 _COPY = """
@@ -62,7 +63,7 @@ WHERE r.workflow_id = $1 AND r.seq BETWEEN $2 AND $3
   AND NOT EXISTS (SELECT 1 FROM extractions e
                   WHERE e.workflow_id = r.workflow_id AND e.invoice_no = r.invoice_no)
   AND NOT EXISTS (SELECT 1 FROM parked_items p
-                  WHERE p.workflow_id = r.workflow_id AND p.item_key = 'invoice:' || r.invoice_no)
+                  WHERE p.workflow_id = r.workflow_id AND p.item_key = format($4, r.invoice_no))
 ORDER BY r.seq
 """
 
@@ -70,7 +71,8 @@ ORDER BY r.seq
 async def not_yet_extracted(conn: asyncpg.Connection, workflow_id: str, first_seq: int,
                             last_seq: int) -> list[asyncpg.Record]:
     """Step 2 pays once: invoices of a batch that have no extraction and are not parked."""
-    return await conn.fetch(_NOT_YET_EXTRACTED, workflow_id, first_seq, last_seq)
+    return await conn.fetch(_NOT_YET_EXTRACTED, workflow_id, first_seq, last_seq,
+                            row_template(PARKED_INVOICE))
 
 
 async def model_failures_so_far(pool: asyncpg.Pool, workflow_id: str, step: str,

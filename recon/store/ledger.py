@@ -29,10 +29,6 @@ class LedgerEntry:
     reverses: str | None = None
 
 
-def adjustment_key(workflow_id: str, invoice_no: str, line_no: int, kind: str) -> str:
-    return f"{workflow_id}:{invoice_no}:{line_no}:{kind}"
-
-
 _INSERT = """
 INSERT INTO ledger_entries
     (reference, workflow_id, invoice_no, supplier_id, line_no, kind, amount_paise, memo,

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import asyncpg
 
+from recon.keys import ADJUSTMENT, PARKED_LINE, row_template
 from recon.store.db import lock_run
 
 
-async def _fill_once(pool: asyncpg.Pool, workflow_id: str, table: str, insert: str) -> int:
+async def _fill_once(pool: asyncpg.Pool, workflow_id: str, table: str, insert: str,
+                     *params: object) -> int:
     """Fill the run's rows of `table` in one transaction, unless an earlier attempt already did:
-    the rows are a function of the run's saved inputs, so the first complete fill stands."""
+    the rows are a function of the run's saved inputs, so the first complete fill stands.
+    `insert` takes ($1 workflow_id, then `params`)."""
     count = f"SELECT count(*) FROM {table} WHERE workflow_id = $1"
     async with pool.acquire() as conn, conn.transaction():
         await lock_run(conn, workflow_id)
         have = await conn.fetchval(count, workflow_id)
         if not have:
-            await conn.execute(insert, workflow_id)
+            await conn.execute(insert, workflow_id, *params)
             have = await conn.fetchval(count, workflow_id)
     return int(have)
 
@@ -52,7 +55,7 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
         await conn.execute(
             """
             INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, line_no, reason, evidence)
-            SELECT l.workflow_id, 'line:' || l.invoice_no || ':' || l.line_no, 'match_orders',
+            SELECT l.workflow_id, format($2, l.invoice_no, l.line_no), 'match_orders',
                    l.invoice_no, l.line_no,
                    CASE
                      WHEN l.po_number IS NULL THEN 'invoice names no purchase order'
@@ -72,7 +75,7 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
                               AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no)
             ON CONFLICT DO NOTHING
             """,
-            workflow_id,
+            workflow_id, row_template(PARKED_LINE),
         )
         matched = await conn.fetchval(
             "SELECT count(*) FROM line_matches WHERE workflow_id = $1", workflow_id
@@ -160,10 +163,11 @@ async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str) -> int:
             INSERT INTO mismatches (workflow_id, seq, reference, invoice_no, line_no, supplier_id,
                                     kind, amount_paise, detail)
             SELECT $1, row_number() OVER (ORDER BY invoice_no, line_no, kind),
-                   $1 || ':' || invoice_no || ':' || line_no || ':' || kind,
+                   format($2, invoice_no, line_no, kind),
                    invoice_no, line_no, supplier_id, kind, amount, detail
             FROM found WHERE amount <> 0
         """,
+        row_template(ADJUSTMENT, workflow_id=workflow_id),
     )
 
 

@@ -10,16 +10,11 @@ to post again) is here too: it is the undo read the other way round.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import asyncpg
 
-UNDO_PREFIX = "undo"
-
-
-def undo_key(original: str) -> str:
-    return f"{UNDO_PREFIX}:{original}"
+from recon.keys import MOVEMENT, row_template, undo_key, withdrawal_key
 
 
 @dataclass(frozen=True)
@@ -84,15 +79,6 @@ class UndoPlan:
         return not (self.ledger or self.stock or self.notes)
 
 
-def withdrawal_key(note_key: str, scope: Scope) -> str:
-    """A whole-note withdrawal is `undo:{note}`; a partial one (a list of references) names
-    which references it withdraws, so a later, different partial undo gets its own note."""
-    if not scope.references:
-        return undo_key(note_key)
-    digest = hashlib.sha256("\n".join(sorted(scope.references)).encode()).hexdigest()[:10]
-    return f"{undo_key(note_key)}:refs-{digest}"
-
-
 async def reversed_paise(conn: asyncpg.Connection | asyncpg.Pool, scope: Scope) -> int:
     """What the reversals of the scope's originals add up to, as a positive amount: every
     reversal on record, whichever undo wrote it."""
@@ -111,7 +97,7 @@ async def plan_undo(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -> Un
     pending_notes = []
     for note in notes:
         done = await conn.fetchval(
-            "SELECT 1 FROM outbox WHERE key = $1", withdrawal_key(note["key"], scope)
+            "SELECT 1 FROM outbox WHERE key = $1", withdrawal_key(note["key"], scope.references)
         )
         whole_done = await conn.fetchval(
             "SELECT 1 FROM outbox WHERE key = $1", undo_key(note["key"])
@@ -139,7 +125,7 @@ SELECT
     WHERE c.workflow_id = $1 AND ($2::text IS NULL OR c.supplier_id = $2)
       AND NOT EXISTS (SELECT 1 FROM generate_series(1, g.n) AS gen
                       JOIN live_stock_movements s
-                        ON s.key = recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no,
+                        ON s.key = recon_key(format($3, c.invoice_no, c.line_no),
                                              gen))) AS stock,
   (SELECT n FROM g) AS generation,
   (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS flagged,
@@ -150,7 +136,8 @@ SELECT
 async def to_redo(conn: asyncpg.Pool | asyncpg.Connection, run: str,
                   supplier_id: str | None) -> asyncpg.Record:
     """ledger, stock (rows a redo would post again), generation, flagged, compared."""
-    return await conn.fetchrow(_TO_REDO, run, supplier_id)
+    return await conn.fetchrow(_TO_REDO, run, supplier_id,
+                               row_template(MOVEMENT, workflow_id=run))
 
 
 async def supplier_in_night(conn: asyncpg.Pool | asyncpg.Connection, run: str,
