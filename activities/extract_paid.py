@@ -29,13 +29,13 @@ from temporalio.exceptions import ApplicationError
 from activities.step import report_progress
 from recon import failpoints
 from recon.config import Settings
+from recon.errors import UnreadableInvoice
 from recon.extraction import read_answer
 from recon.extraction.call_book import MARK_LOST, CallBook
 from recon.extraction.failures import Failure, describe
 from recon.extraction.openai_model import OpenAIExtractor
 from recon.extraction.pace import pace_for
 from recon.extraction.results import STEP, Result
-from recon.extraction.schema import UnreadableInvoice
 from recon.models import Count
 from recon.store.fences import Fence, ensure_still_held
 from recon.store.invoices import model_failures_so_far

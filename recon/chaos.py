@@ -72,8 +72,7 @@ class Night:
     faults: list[Fault] = field(default_factory=list)
 
 
-class ChaosFailed(Exception):
-    """The verdict is FAIL; the message is the reason, in one line."""
+from recon.errors import ChaosFailed  # noqa: E402 - defined with every error class
 
 
 def run_chaos(plan: ChaosPlan, say: Callable[[str], None]) -> None:

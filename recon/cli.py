@@ -19,16 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from recon.config import load_settings, state_dir
-from recon.deciding import DecisionRefused
-from recon.embedded import StackError
-from recon.errors import DatabaseUnavailable
-from recon.importer import ImportProblem
-from recon.inspection import UnknownRun
-from recon.redoing import RedoRefused
-from recon.seed import SeedError
+from recon.errors import DatabaseUnavailable, Refusal, Refused
 from recon.store.db import connect_pool, migrate
-from recon.temporal_client import TemporalUnavailable
-from recon.undoing import UndoRefused
 
 app = typer.Typer(
     help="recon: crash-proof nightly reconciliation of supplier invoices on Temporal.",
@@ -44,13 +36,10 @@ MAX_PORT = 65_535
 MAX_SEED_INVOICES = 1_000_000  # the largest night the product is measured at, with room to spare
 MAX_SEED_VALUE = 2**63 - 1
 
-USER_ERRORS = (DatabaseUnavailable, TemporalUnavailable, StackError, SeedError, ImportProblem,
-               UnknownRun, UndoRefused, RedoRefused, DecisionRefused, ValueError, LookupError)
-
-
-class Refused(Exception):
-    """The command understood the request and refuses it; the message says why."""
-
+# Every refusal of the product is a `Refusal` (recon/errors.py). Input a parser refuses (settings,
+# amounts, time zones, pydantic models, modules that still raise the builtins) arrives as a plain
+# ValueError or LookupError and is one line too.
+USER_FACING = (Refusal, ValueError, LookupError)
 
 def _one_line(message: str) -> str:
     """Control characters shown escaped (a newline as `\\n`), so a name with a line break in it
@@ -71,7 +60,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (*USER_ERRORS, Refused) as exc:
+        except USER_FACING as exc:
             _fail(str(exc) or type(exc).__name__)
         except KeyboardInterrupt:
             _fail("interrupted", 130)
@@ -611,7 +600,8 @@ def chaos(
     timeout: Annotated[float, typer.Option(help="Give up (FAIL) after this many seconds.")] = 900,
 ) -> None:
     """Run a seeded night clean and under random crashes on a scratch stack; compare row by row."""
-    from recon.chaos import ChaosFailed, ChaosPlan, run_chaos
+    from recon.chaos import ChaosPlan, run_chaos
+    from recon.errors import ChaosFailed
 
     if invoices < 1 or min(kills, freezes, restarts) < 0 or timeout <= 0:
         raise Refused("--invoices must be at least 1; --kills, --freezes, --restarts at least 0; "

@@ -12,14 +12,11 @@ import asyncpg
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from recon.errors import DecisionRefused
 from recon.keys import REDO_WORKFLOW_PREFIX
 from recon.store import handovers
 from recon.store.inspection import live_rows_of_invoice
 from recon.store.invoices import in_run
-
-
-class DecisionRefused(ValueError):
-    """The decision cannot be sent as given; one line says why."""
 
 
 async def _night_of(client: Client, workflow_id: str) -> str:

@@ -21,12 +21,9 @@ from pathlib import Path
 
 import asyncpg
 
+from recon.errors import ImportProblem  # noqa: E402 - defined with every error class
 from recon.extraction.offline import parse_document
 from recon.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
-
-
-class ImportProblem(ValueError):
-    """The files cannot be imported as they are; one line says why."""
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,12 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
+from recon.errors import UnknownRun
 from recon.history import read_history
 from recon.store import inspection as store
 from recon.store.model_bill import model_bill
 
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-
-
-class UnknownRun(LookupError):
-    """No such run in Temporal and nothing of it in Postgres."""
 
 
 async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:

@@ -17,15 +17,11 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
-from recon.inspection import UnknownRun
+from recon.errors import RedoRefused, UnknownRun
 from recon.keys import UNDO_WORKFLOW_PREFIX, companions_of, redo_workflow_id
 from recon.store.reversals import supplier_in_night, to_redo
 
 NIGHT_ID = re.compile(r"recon-(\d{4}-\d{2}-\d{2})-([a-z0-9][a-z0-9_-]{0,31})")
-
-
-class RedoRefused(ValueError):
-    """The redo cannot start as asked; one line says why."""
 
 
 async def _run_status(client: Client, run: str) -> WorkflowExecutionStatus | None:

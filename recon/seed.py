@@ -54,8 +54,7 @@ class SeedResult:
     adjustments: list[ExpectedAdjustment] = field(default_factory=list)
 
 
-class SeedError(ValueError):
-    """The night cannot be seeded as asked; the message says why in one line."""
+from recon.errors import SeedError  # noqa: E402 - defined with every error class
 
 
 def _compact(business_date: str) -> str:

@@ -20,8 +20,8 @@ from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHand
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
+from recon.errors import UnknownRun
 from recon.history import read_history
-from recon.inspection import UnknownRun
 from recon.keys import REDO_WORKFLOW_PREFIX, UNDO_WORKFLOW_PREFIX, undo_workflow_id
 from recon.money import rupees
 from recon.store.inspection import run_wrote, status_counts

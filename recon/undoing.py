@@ -14,7 +14,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
-from recon.inspection import UnknownRun
+from recon.errors import UndoRefused, UnknownRun
 from recon.keys import REDO_WORKFLOW_PREFIX, companions_of
 from recon.models import UndoRequest, UndoResult, undo_workflow_id
 from recon.money import rupees
@@ -25,10 +25,6 @@ from recon.store.inspection import (
     supplier_posted,
 )
 from recon.store.reversals import Scope, UndoPlan, plan_undo
-
-
-class UndoRefused(ValueError):
-    """The undo cannot start as asked; one line says why."""
 
 
 async def _checked_plan(

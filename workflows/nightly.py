@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         read_stock,
     )
     from activities.update_stock import update_stock
+    from recon.errors import UndoRequested
     from recon.models import (
         DECISIONS,
         Count,
@@ -73,14 +74,6 @@ T = TypeVar("T")
 # Patches (workflow.patched): runs started by older code replay the way they were recorded.
 RESUME_RERUNS_STEP = "resume-reruns-failed-step"
 DECISIONS_ON_RECORD = "decisions-on-record"
-
-
-class UndoRequested(Exception):
-    """A person decided the whole run must be undone."""
-
-    def __init__(self, decision: RecordedDecision) -> None:
-        super().__init__(decision.decision)
-        self.decision = decision
 
 
 @workflow.defn

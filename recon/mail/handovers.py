@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from recon.errors import NotRefused  # noqa: E402 - defined with every error class
 from recon.mail.sender import CHANNEL
-
-
-class NotRefused(ValueError):
-    """The message is not one the mail server refused, so there is nothing to resend."""
 
 
 async def open_handovers(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
