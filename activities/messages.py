@@ -17,6 +17,7 @@ from recon.keys import fence_scope, generation_key, scoped_summary_key, summary_
 from recon.mail.documents import load_debit_notes, render_debit_note
 from recon.mail.summary import summary_document
 from recon.models import Count, OutboxInput, RunSummary
+from recon.run_labels import RunStatus
 from recon.store.generations import current_generation
 from recon.store.outbox import Message, enqueue, has_live_note, verify_debit_notes
 from recon.store.run_facts import run_facts
@@ -63,4 +64,4 @@ async def send_summary(job: OutboxInput) -> RunSummary:
             recipient=job.finance_head_email, subject=document.subject, body=document.text,
             body_html=document.html, amount_paise=facts.adjustment_total_paise,
         ), fence)
-    return facts.model_copy(update={"summary_key": key, "status": "Completed"})
+    return facts.model_copy(update={"summary_key": key, "status": RunStatus.COMPLETED.value})

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncpg
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.errors import UnknownRun
 from recon.history import read_history
+from recon.run_labels import RECON_STATUS, RunStatus
 from recon.store import inspection as store
 from recon.store.model_bill import model_bill
-
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
 
 
 async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:
@@ -41,7 +39,7 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
         max(0, p.attempt - 1) for p in description.raw_description.pending_activities
     )
     if status == WorkflowExecutionStatus.RUNNING:
-        label = "awaiting_decision" if business == "AwaitingDecision" else "running"
+        label = "awaiting_decision" if business == RunStatus.AWAITING_DECISION else "running"
     else:
         label = status.name.lower()
     history = await read_history(handle)

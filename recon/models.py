@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from recon import keys
+from recon.run_labels import RunStatus
+
 STEPS: list[str] = [
     "fetch_invoices",
     "extract_lines",
@@ -97,7 +100,7 @@ class PostResult(BaseModel):
 
 class Progress(BaseModel):
     workflow_id: str
-    status: str = "Running"
+    status: str = RunStatus.RUNNING.value
     current_step: str | None = None
     steps_done: list[str] = Field(default_factory=list)
     handovers: int = 0
@@ -243,6 +246,4 @@ class UndoResult(BaseModel):
 
 def undo_workflow_id(req: UndoRequest) -> str:
     """The undo's workflow id for a request (the shape is recon.keys.undo_workflow_id)."""
-    from recon.keys import undo_workflow_id as shape
-
-    return shape(req.run_workflow_id, req.supplier_id, req.references)
+    return keys.undo_workflow_id(req.run_workflow_id, req.supplier_id, req.references)

@@ -17,17 +17,15 @@ from dataclasses import dataclass, field
 
 import asyncpg
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
-from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.errors import UnknownRun
 from recon.history import read_history
 from recon.keys import REDO_WORKFLOW_PREFIX, UNDO_WORKFLOW_PREFIX, undo_workflow_id
 from recon.money import rupees
+from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
 from recon.store.inspection import run_wrote, status_counts
 
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
 # workflows that act on a run, named after it
 COMPANION_PREFIXES = (UNDO_WORKFLOW_PREFIX, REDO_WORKFLOW_PREFIX)
 # Activities a person reads as steps; the rest (handover records, gate checks) are bookkeeping.
@@ -157,7 +155,7 @@ async def run_status(client: Client, pool: asyncpg.Pool, workflow_id: str) -> St
         named = await _run_named_in_input(handle) if handle is not None else None
         run_id = named or await _run_from_id(client, pool, workflow_id[len(UNDO_WORKFLOW_PREFIX):])
     run, _handle = await _state(client, run_id)
-    if run.execution == "running" and run.business == "Undoing":
+    if run.execution == "running" and run.business == RunStatus.UNDOING:
         # A person decided "undo": the run waits on its undo child, whose step is the news.
         child_id = undo_workflow_id(run_id)
         child, _ = await _state(client, child_id)

@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -58,12 +57,11 @@ with workflow.unsafe.imports_passed_through():
         UndoRequest,
         undo_workflow_id,
     )
+    from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
     from workflows import console
     from workflows.policies import MODEL_TIMEOUT, READ_TIMEOUT, RETRY, WRITE_TIMEOUT
     from workflows.undo import UndoReconciliation
 
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
 CONSOLE_PATCH = "web-ui-console-1"  # gate as ReconStep, headline and decisions in the memo
 
 MAX_EXTRACT_ACTIVITIES = 400  # keeps a 100,000-invoice night far inside the history limits
@@ -173,7 +171,7 @@ class NightlyReconciliation:
         supplier: that supplier), as a child workflow with the same id `recon undo` would use,
         so the two can never both run."""
         self._progress.current_step = "undo"
-        self._set_status("Undoing")
+        self._set_status(RunStatus.UNDOING)
         request = UndoRequest(
             run_workflow_id=self._wf, supplier_id=self._req.redo_supplier,
             reason=decision.note or f"handover #{decision.handover_no}: undo",
@@ -182,12 +180,12 @@ class NightlyReconciliation:
         await workflow.execute_child_workflow(
             UndoReconciliation.run, request, id=undo_workflow_id(request),
         )
-        self._set_status("Undone")
+        self._set_status(RunStatus.UNDONE)
         self._progress.current_step = None
         p = self._progress
-        self._show_finished("Undone", None)
+        self._show_finished(RunStatus.UNDONE, None)
         return RunSummary(
-            workflow_id=self._wf, status="Undone", invoices=p.invoices, parked=p.parked,
+            workflow_id=self._wf, status=RunStatus.UNDONE.value, invoices=p.invoices, parked=p.parked,
             mismatches=p.mismatches, ledger_posted=0, adjustment_total_paise=0,
             stock_movements=0, debit_notes=0,
         )
@@ -195,7 +193,7 @@ class NightlyReconciliation:
     async def _forward(self, req: RunRequest) -> RunSummary:
         wf = self._wf
         self._progress = Progress(workflow_id=wf)
-        self._set_status("Running")
+        self._set_status(RunStatus.RUNNING)
         if req.redo_of is None:
             await self._read_and_compare(req)
         post = PostInput(workflow_id=wf, warehouse=req.warehouse, batch_size=req.post_batch_size,
@@ -223,15 +221,15 @@ class NightlyReconciliation:
         summary = await self._step(
             "send_summary", lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
         )
-        self._set_status("Completed")
+        self._set_status(RunStatus.COMPLETED)
         p.current_step = None
         if summary is None:  # only in histories recorded before RESUME_RERUNS_STEP
             summary = RunSummary(
-                workflow_id=wf, status="Completed", invoices=p.invoices, parked=p.parked,
+                workflow_id=wf, status=RunStatus.COMPLETED.value, invoices=p.invoices, parked=p.parked,
                 mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
                 stock_movements=p.stock_moved, debit_notes=p.debit_notes,
             )
-        self._show_finished("Completed", summary.adjustment_total_paise)
+        self._show_finished(RunStatus.COMPLETED, summary.adjustment_total_paise)
         return summary
 
     async def _read_and_compare(self, req: RunRequest) -> None:
@@ -363,7 +361,7 @@ class NightlyReconciliation:
             finance_head_email=self._req.finance_head_email,
         ))
         self._decision = None
-        self._set_status("AwaitingDecision")
+        self._set_status(RunStatus.AWAITING_DECISION)
         workflow.upsert_memo({"handover": self._handover.note})
         self._show_waiting()
         reminder = 0
@@ -397,7 +395,7 @@ class NightlyReconciliation:
         self._handover = None
         self._decision = None
         workflow.upsert_memo({"handover": None})
-        self._set_status("Running")
+        self._set_status(RunStatus.RUNNING)
         return recorded
 
     @staticmethod
@@ -420,9 +418,9 @@ class NightlyReconciliation:
             morning += timedelta(days=1)
         return morning - now
 
-    def _set_status(self, status: str) -> None:
-        self._progress.status = status
-        workflow.upsert_search_attributes([RECON_STATUS.value_set(status)])
+    def _set_status(self, status: RunStatus) -> None:
+        self._progress.status = status.value
+        workflow.upsert_search_attributes([RECON_STATUS.value_set(status.value)])
 
     # ------------------------------------------------------------------ the Web UI as console
     def _show_step(self, name: str) -> None:
@@ -447,8 +445,8 @@ class NightlyReconciliation:
         if workflow.patched(CONSOLE_PATCH):
             workflow.upsert_memo({"decisions": console.decision_record(self._decided)})
 
-    def _show_finished(self, status: str, adjustment_total_paise: int | None) -> None:
-        workflow.set_current_details(console.finished_details(status, self._progress))
+    def _show_finished(self, status: RunStatus, adjustment_total_paise: int | None) -> None:
+        workflow.set_current_details(console.finished_details(status.value, self._progress))
         if workflow.patched(CONSOLE_PATCH):
             workflow.upsert_memo({"headline": console.headline(
-                status, self._progress, adjustment_total_paise)})
+                status.value, self._progress, adjustment_total_paise)})

@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
     from activities.undo import (
@@ -20,12 +19,11 @@ with workflow.unsafe.imports_passed_through():
         withdraw_debit_notes,
     )
     from recon.models import GenerationRequest, Reversed, UndoRequest, UndoResult
+    from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
     from workflows.policies import RETRY, WRITE_TIMEOUT
 
 GENERATION_PATCH = "undo-opens-next-generation"
 
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
 
 
 @workflow.defn
@@ -39,7 +37,7 @@ class UndoReconciliation:
 
     @workflow.run
     async def run(self, req: UndoRequest) -> UndoResult:
-        workflow.upsert_search_attributes([RECON_STATUS.value_set("Undoing")])
+        workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDOING.value)])
         counts: dict[str, Reversed] = {}
         if workflow.patched(GENERATION_PATCH):  # undos recorded before it raised no generation
             await workflow.execute_activity(
@@ -60,7 +58,7 @@ class UndoReconciliation:
                 retry_policy=RETRY,
             )
             self._done.append(name)
-        workflow.upsert_search_attributes([RECON_STATUS.value_set("Undone")])
+        workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDONE.value)])
         return UndoResult(
             undo_workflow_id=workflow.info().workflow_id,
             withdrawals=counts["withdraw_debit_notes"].count,
