@@ -6,19 +6,7 @@ from pydantic import BaseModel, Field
 
 from recon import keys
 from recon.run_labels import RunStatus
-
-STEPS: list[str] = [
-    "fetch_invoices",
-    "extract_lines",
-    "match_orders",
-    "read_stock",
-    "compare_quantities",
-    "flag_mismatches",
-    "post_adjustments",
-    "update_stock",
-    "send_debit_notes",
-    "send_summary",
-]
+from recon.steps import STEPS  # noqa: F401 - kept importable (recon/demo.py): the table is recon/steps
 
 
 class RunRequest(BaseModel):

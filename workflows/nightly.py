@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         read_stock,
     )
     from activities.update_stock import update_stock
+    from recon import steps
     from recon.errors import UndoRequested
     from recon.models import (
         DECISIONS,
@@ -204,22 +205,20 @@ class NightlyReconciliation:
         )
         p = self._progress
         while True:
-            posted = await self._step(
-                "post_adjustments", lambda: self._act(post_adjustments, post, WRITE_TIMEOUT)
-            )
-            p.ledger_posted = posted.expected if posted else p.ledger_posted
-            moved = await self._step(
-                "update_stock", lambda: self._act(update_stock, post, WRITE_TIMEOUT)
-            )
-            p.stock_moved = moved.expected if moved else p.stock_moved
+            for step, activity in ((steps.POST_ADJUSTMENTS, post_adjustments),
+                                   (steps.UPDATE_STOCK, update_stock)):
+                result = await self._step(
+                    step.name, lambda act=activity: self._act(act, post, WRITE_TIMEOUT))
+                steps.record(p, step, result)
             if await self._gate_before_debit_notes(wf):
                 break
         notes = await self._step(
-            "send_debit_notes", lambda: self._act(send_debit_notes, outbox, WRITE_TIMEOUT)
+            steps.SEND_DEBIT_NOTES.name,
+            lambda: self._act(send_debit_notes, outbox, WRITE_TIMEOUT),
         )
-        p.debit_notes = notes.count if notes else p.debit_notes
+        steps.record(p, steps.SEND_DEBIT_NOTES, notes)
         summary = await self._step(
-            "send_summary", lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
+            steps.SEND_SUMMARY.name, lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
         )
         self._set_status(RunStatus.COMPLETED)
         p.current_step = None
@@ -235,20 +234,21 @@ class NightlyReconciliation:
     async def _read_and_compare(self, req: RunRequest) -> None:
         """Steps 1-6: read, extract, match and compare. Nothing here writes to the business."""
         wf = self._wf
-        step = StepInput(workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse)
+        step_input = StepInput(workflow_id=wf, business_date=req.business_date,
+                               warehouse=req.warehouse)
         p = self._progress
-        fetched = await self._step("fetch_invoices", lambda: self._act(fetch_invoices, step))
-        p.invoices = fetched.count if fetched else p.invoices
-        extracted = await self._step("extract_lines", lambda: self._extract_all(wf, p.invoices))
-        if extracted:
-            p.extracted, p.parked = extracted.count, extracted.parked
-        matched = await self._step("match_orders", lambda: self._act(match_orders, step))
-        if matched:
-            p.matched, p.parked = matched.count, p.parked + matched.parked
-        await self._step("read_stock", lambda: self._act(read_stock, step))
-        await self._step("compare_quantities", lambda: self._act(compare_quantities, step))
-        flagged = await self._step("flag_mismatches", lambda: self._act(flag_mismatches, step))
-        p.mismatches = flagged.count if flagged else p.mismatches
+        read_activities = {
+            steps.FETCH_INVOICES.name: fetch_invoices, steps.MATCH_ORDERS.name: match_orders,
+            steps.READ_STOCK.name: read_stock, steps.COMPARE_QUANTITIES.name: compare_quantities,
+            steps.FLAG_MISMATCHES.name: flag_mismatches,
+        }
+        for step in steps.READ_AND_COMPARE:
+            if step is steps.EXTRACT_LINES:  # many activities in waves, not one
+                result = await self._step(step.name, lambda: self._extract_all(wf, p.invoices))
+            else:
+                result = await self._step(
+                    step.name, lambda act=read_activities[step.name]: self._act(act, step_input))
+            steps.record(p, step, result)
 
     # ------------------------------------------------------------------ helpers
     async def _act(self, fn: Callable[..., Awaitable[T]], arg: Any,
@@ -283,7 +283,7 @@ class NightlyReconciliation:
                 total.count += r.count
                 total.parked += r.parked
             self._progress.extracted = total.count
-            self._show_step("extract_lines")
+            self._show_step(steps.EXTRACT_LINES.name)
         return total
 
     async def _step(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
@@ -311,7 +311,7 @@ class NightlyReconciliation:
         """Debit notes cannot be unsent: send them only on clear evidence, else ask a person.
         True: go on to the notes. False: the ledger or stock no longer holds what the night
         calls for and the person chose to go on: post and book again first (never skip)."""
-        name = "gate_before_debit_notes"
+        name = steps.GATE.name
         while True:
             self._enter_step(name, gate=True)
             verdict = await self._act(check_evidence, GateInput(
