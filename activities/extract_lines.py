@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncpg
 from temporalio import activity
 
-from activities import fences, resources
 from activities.extract_paid import extract_paid
+from activities.resources import Room
 from activities.step import business_step, report_progress
 from recon import failpoints
 from recon.extraction.offline_extractor import OfflineExtractor
@@ -53,23 +53,26 @@ async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor
     return done
 
 
-@activity.defn(name="extract_lines")
-@business_step
-async def extract_lines(batch: ExtractBatch) -> Count:
-    pool = resources.pool()
-    extractor = resources.extractor()
-    # Fenced like posting: an attempt Temporal has given up on (a worker frozen and woken, say)
-    # learns it before it records anything or sends a request it would pay for.
-    fence = await fences.take(
-        fence_scope(batch.workflow_id, extract_fence_store(batch.first_seq, batch.last_seq)))
-    # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
-    async with pool.acquire() as conn:
-        pending = await not_yet_extracted(conn, batch.workflow_id, batch.first_seq,
-                                          batch.last_seq)
-        if isinstance(extractor, OfflineExtractor):
-            return await _extract_offline(conn, extractor, batch.workflow_id, pending, fence)
-    if not pending:
-        return Count(count=0, parked=0)
-    assert isinstance(extractor, OpenAIExtractor)
-    return await extract_paid(pool, resources.settings(), extractor, batch.workflow_id, pending,
-                              fence)
+class ExtractionActivities(Room):
+    """Step 2: the model reads the invoices, paid once."""
+
+    @activity.defn(name="extract_lines")
+    @business_step
+    async def extract_lines(self, batch: ExtractBatch) -> Count:
+        pool = self.pool
+        extractor = self.extractor
+        # Fenced like posting: an attempt Temporal has given up on (a worker frozen and woken, say)
+        # learns it before it records anything or sends a request it would pay for.
+        fence = await self.take_fence(
+            fence_scope(batch.workflow_id, extract_fence_store(batch.first_seq, batch.last_seq)))
+        # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
+        async with pool.acquire() as conn:
+            pending = await not_yet_extracted(conn, batch.workflow_id, batch.first_seq,
+                                              batch.last_seq)
+            if isinstance(extractor, OfflineExtractor):
+                return await _extract_offline(conn, extractor, batch.workflow_id, pending, fence)
+        if not pending:
+            return Count(count=0, parked=0)
+        assert isinstance(extractor, OpenAIExtractor)
+        return await extract_paid(pool, self.settings, extractor, batch.workflow_id, pending,
+                                  fence)

@@ -9,50 +9,49 @@ from datetime import date
 
 from temporalio import activity
 
-from activities import resources
+from activities.resources import Room
 from activities.step import business_step
 from recon.models import Count, StepInput
 from recon.store import invoices, matching
 
 
-@activity.defn(name="fetch_invoices")
-@business_step
-async def fetch_invoices(step: StepInput) -> Count:
-    """Step 1: the working set is fixed once, so a retry or a reset reads nothing again."""
-    have = await invoices.copy_night(resources.pool(), step.workflow_id,
-                                     date.fromisoformat(step.business_date), step.warehouse)
-    activity.logger.info("fetched %s invoices for %s", have, step.workflow_id)
-    return Count(count=have)
+class ReadingActivities(Room):
+    """Steps 1 and 3-6."""
 
+    @activity.defn(name="fetch_invoices")
+    @business_step
+    async def fetch_invoices(self, step: StepInput) -> Count:
+        """Step 1: the working set is fixed once, so a retry or a reset reads nothing again."""
+        have = await invoices.copy_night(self.pool, step.workflow_id,
+                                         date.fromisoformat(step.business_date), step.warehouse)
+        activity.logger.info("fetched %s invoices for %s", have, step.workflow_id)
+        return Count(count=have)
 
-@activity.defn(name="match_orders")
-@business_step
-async def match_orders(step: StepInput) -> Count:
-    """Step 3. Lines that match no purchase order are parked, the others go on."""
-    matched, parked = await matching.match_orders(resources.pool(), step.workflow_id)
-    return Count(count=matched, parked=parked)
+    @activity.defn(name="match_orders")
+    @business_step
+    async def match_orders(self, step: StepInput) -> Count:
+        """Step 3. Lines that match no purchase order are parked, the others go on."""
+        matched, parked = await matching.match_orders(self.pool, step.workflow_id)
+        return Count(count=matched, parked=parked)
 
+    @activity.defn(name="read_stock")
+    @business_step
+    async def read_stock(self, step: StepInput) -> Count:
+        """Step 4. Receipts keep arriving during the night; the run compares against the snapshot it
+        took first, so a resume never re-reads a different picture."""
+        return Count(count=await matching.read_stock(self.pool, step.workflow_id,
+                                                     step.warehouse))
 
-@activity.defn(name="read_stock")
-@business_step
-async def read_stock(step: StepInput) -> Count:
-    """Step 4. Receipts keep arriving during the night; the run compares against the snapshot it
-    took first, so a resume never re-reads a different picture."""
-    return Count(count=await matching.read_stock(resources.pool(), step.workflow_id,
-                                                 step.warehouse))
+    @activity.defn(name="compare_quantities")
+    @business_step
+    async def compare_quantities(self, step: StepInput) -> Count:
+        """Step 5. One comparison per matched line: invoiced vs received quantity, invoice vs PO price."""
+        return Count(count=await matching.compare_quantities(self.pool, step.workflow_id))
 
-
-@activity.defn(name="compare_quantities")
-@business_step
-async def compare_quantities(step: StepInput) -> Count:
-    """Step 5. One comparison per matched line: invoiced vs received quantity, invoice vs PO price."""
-    return Count(count=await matching.compare_quantities(resources.pool(), step.workflow_id))
-
-
-@activity.defn(name="flag_mismatches")
-@business_step
-async def flag_mismatches(step: StepInput) -> Count:
-    """Step 6. Billed for more than arrived: a `qty` adjustment of the missing units at the
-    invoice price. Billed above the PO price: a `price` adjustment on the units that arrived.
-    Billed for less is flagged too, with a negative amount. Each gets its ledger key here."""
-    return Count(count=await matching.flag_mismatches(resources.pool(), step.workflow_id))
+    @activity.defn(name="flag_mismatches")
+    @business_step
+    async def flag_mismatches(self, step: StepInput) -> Count:
+        """Step 6. Billed for more than arrived: a `qty` adjustment of the missing units at the
+        invoice price. Billed above the PO price: a `price` adjustment on the units that arrived.
+        Billed for less is flagged too, with a negative amount. Each gets its ledger key here."""
+        return Count(count=await matching.flag_mismatches(self.pool, step.workflow_id))

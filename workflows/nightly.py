@@ -17,24 +17,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.extract_lines import extract_lines
-    from activities.handover import (
-        check_evidence,
-        park_invoices,
-        record_decision,
-        record_handover,
-        send_reminder,
-    )
-    from activities.messages import send_debit_notes, send_summary
-    from activities.post_adjustments import post_adjustments
-    from activities.reading import (
-        compare_quantities,
-        fetch_invoices,
-        flag_mismatches,
-        match_orders,
-        read_stock,
-    )
-    from activities.update_stock import update_stock
+    from activities.extract_lines import ExtractionActivities
+    from activities.handover import HandoverActivities
+    from activities.messages import MessageActivities
+    from activities.posting import PostingActivities
+    from activities.reading import ReadingActivities
     from recon import steps
     from recon.errors import UndoRequested
     from recon.models import (
@@ -205,8 +192,8 @@ class NightlyReconciliation:
         )
         p = self._progress
         while True:
-            for step, activity in ((steps.POST_ADJUSTMENTS, post_adjustments),
-                                   (steps.UPDATE_STOCK, update_stock)):
+            for step, activity in ((steps.POST_ADJUSTMENTS, PostingActivities.post_adjustments),
+                                   (steps.UPDATE_STOCK, PostingActivities.update_stock)):
                 result = await self._step(
                     step.name, lambda act=activity: self._act(act, post, WRITE_TIMEOUT))
                 steps.record(p, step, result)
@@ -214,11 +201,11 @@ class NightlyReconciliation:
                 break
         notes = await self._step(
             steps.SEND_DEBIT_NOTES.name,
-            lambda: self._act(send_debit_notes, outbox, WRITE_TIMEOUT),
+            lambda: self._act(MessageActivities.send_debit_notes, outbox, WRITE_TIMEOUT),
         )
         steps.record(p, steps.SEND_DEBIT_NOTES, notes)
         summary = await self._step(
-            steps.SEND_SUMMARY.name, lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
+            steps.SEND_SUMMARY.name, lambda: self._act(MessageActivities.send_summary, outbox, WRITE_TIMEOUT)
         )
         self._set_status(RunStatus.COMPLETED)
         p.current_step = None
@@ -238,9 +225,11 @@ class NightlyReconciliation:
                                warehouse=req.warehouse)
         p = self._progress
         read_activities = {
-            steps.FETCH_INVOICES.name: fetch_invoices, steps.MATCH_ORDERS.name: match_orders,
-            steps.READ_STOCK.name: read_stock, steps.COMPARE_QUANTITIES.name: compare_quantities,
-            steps.FLAG_MISMATCHES.name: flag_mismatches,
+            steps.FETCH_INVOICES.name: ReadingActivities.fetch_invoices,
+            steps.MATCH_ORDERS.name: ReadingActivities.match_orders,
+            steps.READ_STOCK.name: ReadingActivities.read_stock,
+            steps.COMPARE_QUANTITIES.name: ReadingActivities.compare_quantities,
+            steps.FLAG_MISMATCHES.name: ReadingActivities.flag_mismatches,
         }
         for step in steps.READ_AND_COMPARE:
             if step is steps.EXTRACT_LINES:  # many activities in waves, not one
@@ -253,7 +242,7 @@ class NightlyReconciliation:
     # ------------------------------------------------------------------ helpers
     async def _act(self, fn: Callable[..., Awaitable[T]], arg: Any,
                    timeout: timedelta = READ_TIMEOUT) -> T:
-        return await workflow.execute_activity(
+        return await workflow.execute_activity_method(
             fn, arg,
             start_to_close_timeout=timeout,
             heartbeat_timeout=timedelta(seconds=self._req.heartbeat_seconds),
@@ -274,7 +263,8 @@ class NightlyReconciliation:
             # Let the whole wave settle before failing: a retry must never overlap a batch that
             # is still calling the model, or an invoice could be paid for twice.
             results = await asyncio.gather(
-                *(self._act(extract_lines, b, MODEL_TIMEOUT) for b in wave), return_exceptions=True
+                *(self._act(ExtractionActivities.extract_lines, b, MODEL_TIMEOUT) for b in wave),
+                return_exceptions=True,
             )
             for r in results:
                 if isinstance(r, BaseException):
@@ -314,7 +304,7 @@ class NightlyReconciliation:
         name = steps.GATE.name
         while True:
             self._enter_step(name, gate=True)
-            verdict = await self._act(check_evidence, GateInput(
+            verdict = await self._act(HandoverActivities.check_evidence, GateInput(
                 workflow_id=wf,
                 max_parked_invoice_ratio=self._req.max_parked_invoice_ratio,
                 max_adjustment_total_paise=self._req.max_adjustment_total_paise,
@@ -354,7 +344,7 @@ class NightlyReconciliation:
             )
         self._progress.handovers += 1
         number = self._progress.handovers
-        self._handover = await self._act(record_handover, HandoverRequest(
+        self._handover = await self._act(HandoverActivities.record_handover, HandoverRequest(
             workflow_id=workflow.info().workflow_id, posted_for=self._wf, handover_no=number,
             step=step, error_type=error_type or "Unknown", error_message=message[:4000],
             attempts=self._attempts(err), next_action=next_action,
@@ -373,7 +363,7 @@ class NightlyReconciliation:
                 break
             except TimeoutError:
                 reminder += 1
-                await self._act(send_reminder, ReminderRequest(
+                await self._act(HandoverActivities.send_reminder, ReminderRequest(
                     workflow_id=workflow.info().workflow_id, handover_no=number,
                     reminder_no=reminder, finance_head_email=self._req.finance_head_email,
                 ))
@@ -385,11 +375,11 @@ class NightlyReconciliation:
             decided_at=workflow.now().isoformat(), park=list(decision.park),
         )
         if recorded.park:
-            await self._act(park_invoices, ParkRequest(
+            await self._act(HandoverActivities.park_invoices, ParkRequest(
                 workflow_id=self._wf, handover_no=number, invoices=recorded.park,
                 by=recorded.by, reason=recorded.note,
             ))
-        await self._act(record_decision, recorded)
+        await self._act(HandoverActivities.record_decision, recorded)
         self._decided.append(recorded)
         self._remember_decisions()
         self._handover = None

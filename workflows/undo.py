@@ -12,12 +12,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.undo import (
-        open_next_generation,
-        reverse_ledger_entries,
-        reverse_stock_movements,
-        withdraw_debit_notes,
-    )
+    from activities.undo import UndoActivities
     from recon.models import GenerationRequest, Reversed, UndoRequest, UndoResult
     from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
     from workflows.policies import RETRY, WRITE_TIMEOUT
@@ -40,18 +35,19 @@ class UndoReconciliation:
         workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDOING.value)])
         counts: dict[str, Reversed] = {}
         if workflow.patched(GENERATION_PATCH):  # undos recorded before it raised no generation
-            await workflow.execute_activity(
-                open_next_generation,
+            await workflow.execute_activity_method(
+                UndoActivities.open_next_generation,
                 GenerationRequest(run_workflow_id=req.run_workflow_id,
                                   raised_by=workflow.info().run_id),
                 start_to_close_timeout=WRITE_TIMEOUT,
                 heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
                 retry_policy=RETRY,
             )
-        for step in (withdraw_debit_notes, reverse_stock_movements, reverse_ledger_entries):
+        for step in (UndoActivities.withdraw_debit_notes, UndoActivities.reverse_stock_movements,
+                     UndoActivities.reverse_ledger_entries):
             name = step.__name__
             workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
-            counts[name] = await workflow.execute_activity(
+            counts[name] = await workflow.execute_activity_method(
                 step, req,
                 start_to_close_timeout=WRITE_TIMEOUT,
                 heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
