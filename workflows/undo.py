@@ -13,8 +13,19 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.undo import UndoActivities
-    from recon.models import GenerationRequest, Reversed, UndoRequest, UndoResult
+    from recon.keys import undo_workflow_id
+    from recon.models import (
+        GenerationRequest,
+        Progress,
+        RecordedDecision,
+        Reversed,
+        RunRequest,
+        RunSummary,
+        UndoRequest,
+        UndoResult,
+    )
     from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
+    from workflows import display
     from workflows.policies import RETRY, WRITE_TIMEOUT
 
 GENERATION_PATCH = "undo-opens-next-generation"
@@ -62,3 +73,29 @@ class UndoReconciliation:
             ledger_reversals=counts["reverse_ledger_entries"].count,
             reversed_paise=counts["reverse_ledger_entries"].paise,
         )
+
+
+async def undo_whole_run(req: RunRequest, night: str, decision: RecordedDecision,
+                         progress: Progress) -> RunSummary:
+    """A person decided the run must go: compensate everything it did (for a redo of one
+    supplier: that supplier), as a child workflow with the same id `recon undo` would use,
+    so the two can never both run. Called by NightlyReconciliation from its workflow code."""
+    progress.current_step = "undo"
+    display.set_status(progress, RunStatus.UNDOING)
+    request = UndoRequest(
+        run_workflow_id=night, supplier_id=req.redo_supplier,
+        reason=decision.note or f"handover #{decision.handover_no}: undo",
+        by=decision.by, heartbeat_seconds=req.heartbeat_seconds,
+    )
+    await workflow.execute_child_workflow(
+        UndoReconciliation.run, request,
+        id=undo_workflow_id(request.run_workflow_id, request.supplier_id, request.references),
+    )
+    display.set_status(progress, RunStatus.UNDONE)
+    progress.current_step = None
+    display.show_finished(RunStatus.UNDONE, progress, None)
+    return RunSummary(
+        workflow_id=night, status=RunStatus.UNDONE.value, invoices=progress.invoices,
+        parked=progress.parked, mismatches=progress.mismatches, ledger_posted=0,
+        adjustment_total_paise=0, stock_movements=0, debit_notes=0,
+    )
