@@ -139,9 +139,17 @@ def _print_delivery(wid: str) -> None:
 
 
 def _model_bill_line(wid: str) -> str:
-    from recon.store.model_bill import bill_line
+    """The bill so far, or why it cannot be read (`recon status` still answers)."""
+    from recon.store.model_bill import model_bill
 
-    return asyncio.run(bill_line(wid))
+    async def go() -> str:
+        async with database(migrated=False, max_size=1) as pool:
+            return (await model_bill(pool, wid)).line()
+
+    try:
+        return asyncio.run(go())
+    except DatabaseUnavailable as exc:
+        return f"Model bill: unknown ({exc})"
 
 
 @user_errors
