@@ -7,7 +7,8 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from recon.config import Settings
-from recon.models import RunRequest, workflow_id_for
+from recon.keys import workflow_id_for
+from recon.models import RunRequest
 from recon.run_labels import night_start_options
 from workflows.nightly import NightlyReconciliation
 

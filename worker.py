@@ -16,14 +16,14 @@ from datetime import timedelta
 import structlog
 from temporalio.worker import Worker
 
-from activities import resources
 from activities.observe import ObservingInterceptor
-from activities.registry import ACTIVITIES
+from activities.registry import activities_for
+from activities.resources import Resources
 from recon import logs, metrics
 from recon.config import Settings, load_settings
-from recon.db import connect_pool, migrate
 from recon.documents.extraction import make_extractor
 from recon.mail.run import start_sender
+from recon.store.db import connect_pool, migrate
 from recon.temporal_client import connect
 from workflows.registry import WORKFLOWS
 
@@ -46,12 +46,12 @@ async def run_worker(
     await migrate(pool)
     runtime = metrics.runtime_for(settings.metrics_port)
     client = await connect(settings, runtime)
-    resources.install(pool, make_extractor(settings), settings, client)
+    resources = Resources(pool, make_extractor(settings), settings, client)
     worker = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
-        activities=ACTIVITIES,
+        activities=activities_for(resources),
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         max_concurrent_activities=50,
         graceful_shutdown_timeout=timedelta(seconds=5),
@@ -66,7 +66,7 @@ async def run_worker(
     if runtime is not None:
         gauges = asyncio.create_task(metrics.keep_gauges(
             pool, runtime.metric_meter, settings.metrics_refresh_seconds))
-    log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor().name,
+    log.info("worker started", task_queue=settings.task_queue, extractor=resources.extractor.name,
              metrics_port=settings.metrics_port or None)
     sender = start_sender(settings, stop) if with_sender else None
     try:

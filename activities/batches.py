@@ -23,21 +23,17 @@ class Walk:
 
 
 async def walk_in_batches(
-    conn: asyncpg.Connection,
     step: str,
-    query: str,
-    workflow_id: str,
-    batch_size: int,
     start_after: int,
+    fetch: Callable[[int], Awaitable[list[asyncpg.Record]]],
     write: Callable[[list[asyncpg.Record]], Awaitable[int]],
-    params: tuple = (),
 ) -> Walk:
-    """`query` takes ($1 workflow_id, $2 seq to start after, $3 limit, then `params`) and returns
-    rows with `seq`; `write` commits one batch and returns how many of its rows were new."""
+    """`fetch(after_seq)` returns the next batch of rows with `seq` (a store function: the
+    query lives in recon/store); `write` commits one batch and returns how many were new."""
     walk = Walk(started_after=start_after)
     position = start_after
     while True:
-        rows = await conn.fetch(query, workflow_id, position, batch_size, *params)
+        rows = await fetch(position)
         if not rows:
             return walk
         for row in rows:

@@ -15,34 +15,25 @@ import asyncio
 import asyncpg
 from temporalio import activity
 
-from activities import fences, resources
 from activities.extract_paid import extract_paid
+from activities.resources import Room
 from activities.step import business_step, report_progress
 from recon import failpoints
 from recon.documents.extraction.offline_extractor import OfflineExtractor
 from recon.documents.extraction.openai_model import OpenAIExtractor
 from recon.documents.extraction.results import STEP
-from recon.fencing import Fence, scope_for
+from recon.keys import extract_fence_store, fence_scope
 from recon.models import Count, ExtractBatch
+from recon.store.db import commit_asynchronously
 from recon.store.extractions import write_results
+from recon.store.fences import Fence
+from recon.store.invoices import not_yet_extracted
 
 OFFLINE_GROUP = 250  # invoices per transaction for the offline parser
 # Documents parsed between two yields to the event loop: the worker's other activities (and their
 # heartbeat tickers) run in the same loop, and a 2 s heartbeat timeout leaves ~0.4 s of margin
 # once the SDK's throttle (0.8 x timeout) is spent.
 PARSE_SLICE = 25
-
-_NOT_YET_EXTRACTED = """
-SELECT r.seq, r.invoice_no, r.supplier_id, r.document
-FROM run_invoices r
-WHERE r.workflow_id = $1 AND r.seq BETWEEN $2 AND $3
-  AND NOT EXISTS (SELECT 1 FROM extractions e
-                  WHERE e.workflow_id = r.workflow_id AND e.invoice_no = r.invoice_no)
-  AND NOT EXISTS (SELECT 1 FROM parked_items p
-                  WHERE p.workflow_id = r.workflow_id AND p.item_key = 'invoice:' || r.invoice_no)
-ORDER BY r.seq
-"""
-
 
 async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor,
                            workflow_id: str, pending: list[asyncpg.Record], fence: Fence) -> Count:
@@ -63,7 +54,7 @@ async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor
         async with conn.transaction():
             # A worker crash cannot lose a commit; only a Postgres crash can lose the last
             # fraction of a second, which the next attempt parses again.
-            await conn.execute("SET LOCAL synchronous_commit = off")
+            await commit_asynchronously(conn)
             await fence.check(conn)  # a stale attempt records nothing
             await write_results(conn, workflow_id, extractor.name, extractor.model, results)
         parked = sum(1 for r in results if r.found is None)
@@ -73,24 +64,26 @@ async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor
     return done
 
 
-@activity.defn(name="extract_lines")
-@business_step
-async def extract_lines(batch: ExtractBatch) -> Count:
-    pool = resources.pool()
-    extractor = resources.extractor()
-    # Fenced like posting: an attempt Temporal has given up on (a worker frozen and woken, say)
-    # learns it before it records anything or sends a request it would pay for.
-    fence = await fences.take(
-        scope_for(batch.workflow_id, f"extract:{batch.first_seq}-{batch.last_seq}"))
-    # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
-    async with pool.acquire() as conn:
-        pending = await conn.fetch(
-            _NOT_YET_EXTRACTED, batch.workflow_id, batch.first_seq, batch.last_seq
-        )
-        if isinstance(extractor, OfflineExtractor):
-            return await _extract_offline(conn, extractor, batch.workflow_id, pending, fence)
-    if not pending:
-        return Count(count=0, parked=0)
-    assert isinstance(extractor, OpenAIExtractor)
-    return await extract_paid(pool, resources.settings(), extractor, batch.workflow_id, pending,
-                              fence)
+class ExtractionActivities(Room):
+    """Step 2: the model reads the invoices, paid once."""
+
+    @activity.defn(name="extract_lines")
+    @business_step
+    async def extract_lines(self, batch: ExtractBatch) -> Count:
+        pool = self.pool
+        extractor = self.extractor
+        # Fenced like posting: an attempt Temporal has given up on (a worker frozen and woken, say)
+        # learns it before it records anything or sends a request it would pay for.
+        fence = await self.take_fence(
+            fence_scope(batch.workflow_id, extract_fence_store(batch.first_seq, batch.last_seq)))
+        # One connection for the whole batch: no pool round trip (and no RESET ALL) per invoice.
+        async with pool.acquire() as conn:
+            pending = await not_yet_extracted(conn, batch.workflow_id, batch.first_seq,
+                                              batch.last_seq)
+            if isinstance(extractor, OfflineExtractor):
+                return await _extract_offline(conn, extractor, batch.workflow_id, pending, fence)
+        if not pending:
+            return Count(count=0, parked=0)
+        assert isinstance(extractor, OpenAIExtractor)
+        return await extract_paid(pool, self.settings, extractor, batch.workflow_id, pending,
+                                  fence)

@@ -35,10 +35,11 @@ from recon.documents.extraction.failures import Failure, describe
 from recon.documents.extraction.openai_model import OpenAIExtractor
 from recon.documents.extraction.pace import pace_for
 from recon.documents.extraction.results import STEP, Result
-from recon.documents.extraction.schema import UnreadableInvoice
-from recon.fencing import Fence, ensure_still_held
+from recon.errors import UnreadableInvoice
 from recon.models import Count
-from recon.store.model_calls import MARK_LOST
+from recon.store.fences import Fence, ensure_still_held
+from recon.store.invoices import model_failures_so_far
+from recon.store.model_calls import mark_lost
 
 MODEL_FAILED = "model failed"  # how parked reasons of this kind begin (counted for the share)
 MIN_SHARE_BASE = 20  # a batch's share is judged on at least this many invoices
@@ -117,20 +118,15 @@ async def _provider_is_down(pool: asyncpg.Pool, workflow_id: str, batch_failed: 
     """More than `share` of the invoices failed: of this batch, or of the night so far."""
     if batch_failed > share * max(batch_size, MIN_SHARE_BASE):
         return True
-    row = await pool.fetchrow(
-        "SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,"
-        " (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = $2"
-        "   AND reason LIKE $3 || '%') AS failed",
-        workflow_id, STEP, MODEL_FAILED,
-    )
-    return row["failed"] + batch_failed > share * row["invoices"]
+    invoices, failed = await model_failures_so_far(pool, workflow_id, STEP, MODEL_FAILED)
+    return failed + batch_failed > share * invoices
 
 
 async def extract_paid(pool: asyncpg.Pool, settings: Settings, extractor: OpenAIExtractor,
                        workflow_id: str, pending: list[asyncpg.Record],
                        fence: Fence | None = None) -> Count:
     info = activity.info()
-    await pool.execute(MARK_LOST, workflow_id, [r["invoice_no"] for r in pending])
+    await mark_lost(pool, workflow_id, [r["invoice_no"] for r in pending])
     assert settings.database_url is not None
     book = await CallBook.open(
         settings.database_url, workflow_id, extractor.name, extractor.model,

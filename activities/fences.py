@@ -6,20 +6,21 @@ Temporal handed to its open polls and has long since given to another worker. Su
 must not take a new fencing token, or the live attempt's next write would be refused. So the
 attempt asks Temporal first (is the workflow run still open, and is this activity's pending
 attempt this one?), then asks Postgres for the token, which also refuses an earlier activity or
-attempt of the same run (recon/fencing.py). Every write then checks the token in its own
+attempt of the same run (recon/store/fences.py). Every write then checks the token in its own
 transaction, as before.
 """
 
 from __future__ import annotations
 
+import asyncpg
 from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.client import Client
 
-from activities import resources
 from recon.errors import StaleAttempt
-from recon.fencing import Fence, Holder, take_fence
+from recon.store.fences import Fence, Holder, take_fence
 
 
 def _holder() -> Holder:
@@ -28,9 +29,8 @@ def _holder() -> Holder:
     return Holder(run_id=info.workflow_run_id, seq=seq, attempt=info.attempt)
 
 
-async def ensure_live_attempt() -> None:
+async def ensure_live_attempt(client: Client | None) -> None:
     """Raise StaleAttempt unless Temporal still waits for exactly this attempt."""
-    client = resources.client()
     if client is None:  # activities run outside a worker (tests of one activity)
         return
     info = activity.info()
@@ -55,7 +55,7 @@ async def ensure_live_attempt() -> None:
                        f"{info.workflow_id}: it writes nothing")
 
 
-async def take(scope: str) -> Fence:
+async def take(client: Client | None, pool: asyncpg.Pool, scope: str) -> Fence:
     """The fence for this attempt: live at Temporal, and newest in Postgres."""
-    await ensure_live_attempt()
-    return await take_fence(resources.pool(), scope, _holder())
+    await ensure_live_attempt(client)
+    return await take_fence(pool, scope, _holder())

@@ -6,15 +6,14 @@ the outbox, and kept small enough to live in the run's memo for the Web UI.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from temporalio import activity
 
-from activities import resources
+from activities.resources import Room
 from activities.step import business_step
 from recon.errors import VerificationFailed
-from recon.ledger import verify_adjustments
+from recon.keys import handover_key, reminder_key
 from recon.models import (
     GateInput,
     GateVerdict,
@@ -25,62 +24,12 @@ from recon.models import (
     ReminderRequest,
 )
 from recon.money import rupees
-from recon.outbox import Message, enqueue
-from recon.parking import park
-from recon.stock import verify_movements
-
-
-async def _what_was_posted(conn, workflow_id: str) -> dict:
-    """Live counts (reversed entries do not count), per supplier, for the note and the memo."""
-    ledger = await conn.fetchrow(
-        "SELECT count(*) AS n, coalesce(sum(amount_paise), 0) AS total"
-        " FROM live_ledger_entries WHERE workflow_id = $1",
-        workflow_id,
-    )
-    per_supplier = await conn.fetch(
-        """
-        SELECT m.supplier_id, count(*) AS flagged, coalesce(sum(m.amount_paise), 0) AS flagged_total,
-               count(l.reference) AS posted, coalesce(sum(l.amount_paise), 0) AS posted_total
-        FROM open_mismatches m
-        LEFT JOIN LATERAL (
-            SELECT l.reference, l.amount_paise FROM live_ledger_entries l
-            WHERE l.workflow_id = m.workflow_id AND l.invoice_no = m.invoice_no
-              AND l.line_no = m.line_no AND l.kind = m.kind LIMIT 1
-        ) l ON true
-        WHERE m.workflow_id = $1
-        GROUP BY m.supplier_id ORDER BY m.supplier_id
-        """,
-        workflow_id,
-    )
-    flagged = await conn.fetchrow(
-        "SELECT count(*) AS n, coalesce(sum(amount_paise), 0) AS total"
-        " FROM open_mismatches WHERE workflow_id = $1",
-        workflow_id,
-    )
-    stock = await conn.fetchval(
-        "SELECT count(*) FROM live_stock_movements WHERE workflow_id = $1", workflow_id
-    )
-    outbox = await conn.fetch(
-        "SELECT kind, count(*) AS n FROM outbox WHERE workflow_id = $1 GROUP BY kind", workflow_id
-    )
-    parked = await conn.fetchval(
-        "SELECT count(*) FROM parked_items WHERE workflow_id = $1", workflow_id
-    )
-    return {
-        "ledger_entries": ledger["n"],
-        "ledger_total_paise": int(ledger["total"]),
-        "per_supplier": [
-            {"supplier_id": r["supplier_id"], "posted": r["posted"],
-             "posted_paise": int(r["posted_total"]), "flagged": r["flagged"],
-             "flagged_paise": int(r["flagged_total"])}
-            for r in per_supplier
-        ],
-        "flagged": flagged["n"],
-        "flagged_total_paise": int(flagged["total"]),
-        "stock_movements": stock,
-        "outbox": {r["kind"]: r["n"] for r in outbox},
-        "parked": parked,
-    }
+from recon.store import gate as gate_store
+from recon.store import handovers
+from recon.store.ledger import verify_adjustments
+from recon.store.outbox import Message, enqueue
+from recon.store.parking import park
+from recon.store.stock import verify_movements
 
 
 def _note_text(req: HandoverRequest, posted: dict) -> str:
@@ -113,118 +62,99 @@ def _note_text(req: HandoverRequest, posted: dict) -> str:
     )
 
 
-@activity.defn(name="record_handover")
-@business_step
-async def record_handover(req: HandoverRequest) -> HandoverNote:
-    pool = resources.pool()
-    async with pool.acquire() as conn, conn.transaction():
-        stored = await conn.fetchval(
-            "SELECT note FROM handovers WHERE workflow_id = $1 AND handover_no = $2",
-            req.workflow_id, req.handover_no,
+class HandoverActivities(Room):
+    """The handover and the decision, the reminder, parking by decision, the gate."""
+
+    @activity.defn(name="record_handover")
+    @business_step
+    async def record_handover(self, req: HandoverRequest) -> HandoverNote:
+        pool = self.pool
+        async with pool.acquire() as conn, conn.transaction():
+            stored = await handovers.stored_note(conn, req.workflow_id, req.handover_no)
+            if stored is None:
+                posted = await handovers.what_was_posted(conn, req.posted_for or req.workflow_id)
+                stored = _note_text(req, posted)
+                await handovers.insert_handover(
+                    conn, req.workflow_id, req.handover_no, req.step, req.error_type,
+                    req.error_message, req.attempts, posted, req.next_action, stored,
+                )
+            await enqueue(conn, Message(
+                key=handover_key(req.workflow_id, req.handover_no), workflow_id=req.workflow_id,
+                kind="handover", recipient=req.finance_head_email,
+                subject=f"Decision needed: {req.workflow_id} stopped at {req.step}", body=stored,
+            ))
+        return HandoverNote(
+            workflow_id=req.workflow_id, handover_no=req.handover_no, step=req.step,
+            error_type=req.error_type, error_message=req.error_message[:2000],
+            attempts=req.attempts, note=stored,
         )
-        if stored is None:
-            posted = await _what_was_posted(conn, req.posted_for or req.workflow_id)
-            stored = _note_text(req, posted)
-            await conn.execute(
-                "INSERT INTO handovers (workflow_id, handover_no, step, error_type, error_message,"
-                " attempts, posted, next_action, note) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                req.workflow_id, req.handover_no, req.step, req.error_type, req.error_message,
-                req.attempts, json.dumps(posted), req.next_action, stored,
+
+    @activity.defn(name="record_decision")
+    @business_step
+    async def record_decision(self, d: RecordedDecision) -> None:
+        await handovers.record_decision(
+            self.pool, d.workflow_id, d.handover_no, d.decision, d.by, d.note,
+            datetime.fromisoformat(d.decided_at), d.park,
+        )
+
+    @activity.defn(name="park_invoices")
+    @business_step
+    async def park_invoices(self, req: ParkRequest) -> int:
+        """A person chose to go on without these invoices: park them with who and why. Every
+        business write reads the open mismatches and comparisons, so ledger, stock and notes all
+        leave them out alike. An invoice that already has a live entry is refused by the CLI before
+        the decision is sent (undo those entries first)."""
+        pool = self.pool
+        async with pool.acquire() as conn, conn.transaction():
+            for invoice_no in req.invoices:
+                await park(
+                    conn, req.workflow_id, "decision", invoice_no,
+                    f"left out by {req.by} at handover #{req.handover_no}: {req.reason}",
+                    evidence=f"decision on handover #{req.handover_no}",
+                )
+        return len(req.invoices)
+
+    @activity.defn(name="send_reminder")
+    @business_step
+    async def send_reminder(self, req: ReminderRequest) -> None:
+        pool = self.pool
+        note = await handovers.stored_note(pool, req.workflow_id, req.handover_no)
+        async with pool.acquire() as conn:
+            await enqueue(conn, Message(
+                key=reminder_key(req.workflow_id, req.handover_no, req.reminder_no),
+                workflow_id=req.workflow_id, kind="reminder", recipient=req.finance_head_email,
+                subject=f"Reminder {req.reminder_no}: {req.workflow_id} still waits for a decision",
+                body=note or "",
+            ))
+
+    @activity.defn(name="check_evidence")
+    @business_step
+    async def check_evidence(self, gate: GateInput) -> GateVerdict:
+        """The gate before debit notes: ledger and stock verified, parked share and total normal."""
+        pool = self.pool
+        reasons: list[str] = []
+        unverified = False
+        for verify in (verify_adjustments, verify_movements):
+            try:
+                await verify(pool, gate.workflow_id, gate.supplier_id)
+            except VerificationFailed as exc:
+                reasons.append(str(exc))
+                unverified = True
+        row = await gate_store.gate_figures(pool, gate.workflow_id)
+        if row["invoices"] and row["parked"] / row["invoices"] > gate.max_parked_invoice_ratio:
+            reasons.append(
+                f"{row['parked']} of {row['invoices']} invoices parked, above the "
+                f"{gate.max_parked_invoice_ratio:.0%} threshold"
             )
-        await enqueue(conn, Message(
-            key=f"{req.workflow_id}:handover:{req.handover_no}", workflow_id=req.workflow_id,
-            kind="handover", recipient=req.finance_head_email,
-            subject=f"Decision needed: {req.workflow_id} stopped at {req.step}", body=stored,
-        ))
-    return HandoverNote(
-        workflow_id=req.workflow_id, handover_no=req.handover_no, step=req.step,
-        error_type=req.error_type, error_message=req.error_message[:2000],
-        attempts=req.attempts, note=stored,
-    )
-
-
-@activity.defn(name="record_decision")
-@business_step
-async def record_decision(d: RecordedDecision) -> None:
-    await resources.pool().execute(
-        "UPDATE handovers SET decision = $3, decided_by = $4, decision_note = $5,"
-        " decided_at = $6::timestamptz, parked_invoices = $7"
-        " WHERE workflow_id = $1 AND handover_no = $2 AND decision IS NULL",
-        d.workflow_id, d.handover_no, d.decision, d.by, d.note,
-        datetime.fromisoformat(d.decided_at), d.park,
-    )
-
-
-@activity.defn(name="park_invoices")
-@business_step
-async def park_invoices(req: ParkRequest) -> int:
-    """A person chose to go on without these invoices: park them with who and why. Every
-    business write reads the open mismatches and comparisons, so ledger, stock and notes all
-    leave them out alike. An invoice that already has a live entry is refused by the CLI before
-    the decision is sent (undo those entries first)."""
-    pool = resources.pool()
-    async with pool.acquire() as conn, conn.transaction():
-        for invoice_no in req.invoices:
-            await park(
-                conn, req.workflow_id, "decision", invoice_no,
-                f"left out by {req.by} at handover #{req.handover_no}: {req.reason}",
-                evidence=f"decision on handover #{req.handover_no}",
+        if row["invoiced"] and row["total"] / row["invoiced"] > gate.max_adjustment_share:
+            reasons.append(
+                f"adjustments total {rupees(int(row['total']))}, "
+                f"{row['total'] / row['invoiced']:.1%} of the {rupees(int(row['invoiced']))} invoiced, "
+                f"above the {gate.max_adjustment_share:.0%} threshold"
             )
-    return len(req.invoices)
-
-
-@activity.defn(name="send_reminder")
-@business_step
-async def send_reminder(req: ReminderRequest) -> None:
-    pool = resources.pool()
-    note = await pool.fetchval(
-        "SELECT note FROM handovers WHERE workflow_id = $1 AND handover_no = $2",
-        req.workflow_id, req.handover_no,
-    )
-    async with pool.acquire() as conn:
-        await enqueue(conn, Message(
-            key=f"{req.workflow_id}:handover:{req.handover_no}:reminder:{req.reminder_no}",
-            workflow_id=req.workflow_id, kind="reminder", recipient=req.finance_head_email,
-            subject=f"Reminder {req.reminder_no}: {req.workflow_id} still waits for a decision",
-            body=note or "",
-        ))
-
-
-@activity.defn(name="check_evidence")
-@business_step
-async def check_evidence(gate: GateInput) -> GateVerdict:
-    """The gate before debit notes: ledger and stock verified, parked share and total normal."""
-    pool = resources.pool()
-    reasons: list[str] = []
-    unverified = False
-    for verify in (verify_adjustments, verify_movements):
-        try:
-            await verify(pool, gate.workflow_id, gate.supplier_id)
-        except VerificationFailed as exc:
-            reasons.append(str(exc))
-            unverified = True
-    row = await pool.fetchrow(
-        "SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,"
-        " (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL) AS parked,"
-        " (SELECT coalesce(sum(amount_paise), 0) FROM open_mismatches WHERE workflow_id = $1) AS total,"
-        " (SELECT coalesce(sum(qty::bigint * unit_price_paise), 0) FROM invoice_lines"
-        "   WHERE workflow_id = $1) AS invoiced",
-        gate.workflow_id,
-    )
-    if row["invoices"] and row["parked"] / row["invoices"] > gate.max_parked_invoice_ratio:
-        reasons.append(
-            f"{row['parked']} of {row['invoices']} invoices parked, above the "
-            f"{gate.max_parked_invoice_ratio:.0%} threshold"
-        )
-    if row["invoiced"] and row["total"] / row["invoiced"] > gate.max_adjustment_share:
-        reasons.append(
-            f"adjustments total {rupees(int(row['total']))}, "
-            f"{row['total'] / row['invoiced']:.1%} of the {rupees(int(row['invoiced']))} invoiced, "
-            f"above the {gate.max_adjustment_share:.0%} threshold"
-        )
-    if gate.max_adjustment_total_paise and row["total"] > gate.max_adjustment_total_paise:
-        reasons.append(
-            f"adjustments total {rupees(int(row['total']))}, above the "
-            f"{rupees(gate.max_adjustment_total_paise)} threshold"
-        )
-    return GateVerdict(reasons=reasons, unverified=unverified)
+        if gate.max_adjustment_total_paise and row["total"] > gate.max_adjustment_total_paise:
+            reasons.append(
+                f"adjustments total {rupees(int(row['total']))}, above the "
+                f"{rupees(gate.max_adjustment_total_paise)} threshold"
+            )
+        return GateVerdict(reasons=reasons, unverified=unverified)

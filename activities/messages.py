@@ -11,57 +11,59 @@ from dataclasses import replace
 
 from temporalio import activity
 
-from activities import fences, resources
+from activities.resources import Room
 from activities.step import business_step
-from recon.fencing import scope_for
-from recon.keys import generation_key
+from recon.keys import fence_scope, generation_key, scoped_summary_key, summary_key
 from recon.mail.documents import load_debit_notes, render_debit_note
 from recon.mail.summary import summary_document
 from recon.models import Count, OutboxInput, RunSummary
-from recon.outbox import Message, enqueue, has_live_note, summary_key, verify_debit_notes
-from recon.run_facts import run_facts
+from recon.run_labels import RunStatus
+from recon.store.generations import current_generation
+from recon.store.outbox import Message, enqueue, has_live_note, verify_debit_notes
+from recon.store.run_facts import run_facts
 
 
-@activity.defn(name="send_debit_notes")
-@business_step
-async def send_debit_notes(job: OutboxInput) -> Count:
-    pool = resources.pool()
-    fence = await fences.take(scope_for(job.workflow_id, "outbox"))
-    generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
-    notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
-                                   job.supplier_id)
-    async with pool.acquire() as conn:
-        for note in notes:
-            if await has_live_note(conn, job.workflow_id, note.supplier_id, generation):
-                continue  # sent already (a reset that undid nothing sends nothing new)
-            note = replace(note, key=generation_key(note.key, generation))
-            document = render_debit_note(note)
+class MessageActivities(Room):
+    """Steps 9 and 10."""
+
+    @activity.defn(name="send_debit_notes")
+    @business_step
+    async def send_debit_notes(self, job: OutboxInput) -> Count:
+        pool = self.pool
+        fence = await self.take_fence(fence_scope(job.workflow_id, "outbox"))
+        generation = await current_generation(pool, job.workflow_id)
+        notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
+                                       job.supplier_id)
+        async with pool.acquire() as conn:
+            for note in notes:
+                if await has_live_note(conn, job.workflow_id, note.supplier_id, generation):
+                    continue  # sent already (a reset that undid nothing sends nothing new)
+                note = replace(note, key=generation_key(note.key, generation))
+                document = render_debit_note(note)
+                await enqueue(conn, Message(
+                    key=note.key, workflow_id=job.workflow_id, kind="debit-note",
+                    recipient=note.email, subject=document.subject, body=document.text,
+                    supplier_id=note.supplier_id, amount_paise=note.total_paise,
+                ), fence)
+            await verify_debit_notes(conn, job.workflow_id, job.supplier_id)
+        return Count(count=len(notes))
+
+    @activity.defn(name="send_summary")
+    @business_step
+    async def send_summary(self, job: OutboxInput) -> RunSummary:
+        pool = self.pool
+        fence = await self.take_fence(fence_scope(job.workflow_id, "summary"))
+        facts = await run_facts(pool, job.workflow_id)
+        generation = await current_generation(pool, job.workflow_id)
+        # A redo's summary is a correcting summary of its own (per scope); a reset that undid
+        # nothing sends none.
+        key = scoped_summary_key(generation_key(summary_key(job.workflow_id), generation),
+                                 job.supplier_id)
+        document = await summary_document(pool, job.workflow_id)
+        async with pool.acquire() as conn:
             await enqueue(conn, Message(
-                key=note.key, workflow_id=job.workflow_id, kind="debit-note",
-                recipient=note.email, subject=document.subject, body=document.text,
-                supplier_id=note.supplier_id, amount_paise=note.total_paise,
+                key=key, workflow_id=job.workflow_id, kind="summary",
+                recipient=job.finance_head_email, subject=document.subject, body=document.text,
+                body_html=document.html, amount_paise=facts.adjustment_total_paise,
             ), fence)
-        await verify_debit_notes(conn, job.workflow_id, job.supplier_id)
-    return Count(count=len(notes))
-
-
-@activity.defn(name="send_summary")
-@business_step
-async def send_summary(job: OutboxInput) -> RunSummary:
-    pool = resources.pool()
-    fence = await fences.take(scope_for(job.workflow_id, "summary"))
-    facts = await run_facts(pool, job.workflow_id)
-    generation = await pool.fetchval("SELECT recon_generation($1)", job.workflow_id)
-    # A redo's summary is a correcting summary of its own (per scope); a reset that undid
-    # nothing sends none.
-    key = generation_key(summary_key(job.workflow_id), generation)
-    if job.supplier_id:
-        key = f"{key}:{job.supplier_id}"
-    document = await summary_document(pool, job.workflow_id)
-    async with pool.acquire() as conn:
-        await enqueue(conn, Message(
-            key=key, workflow_id=job.workflow_id, kind="summary",
-            recipient=job.finance_head_email, subject=document.subject, body=document.text,
-            body_html=document.html, amount_paise=facts.adjustment_total_paise,
-        ), fence)
-    return facts.model_copy(update={"summary_key": key, "status": "Completed"})
+        return facts.model_copy(update={"summary_key": key, "status": RunStatus.COMPLETED.value})

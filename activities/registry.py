@@ -1,45 +1,49 @@
-"""Every activity the worker serves, in step order."""
+"""Every activity the worker serves, built once per worker with its resources (activities as
+methods that carry their state: the pool, extractor, settings and client come in here)."""
 
-from activities.extract_lines import extract_lines
-from activities.fetch_invoices import fetch_invoices
-from activities.handover import (
-    check_evidence,
-    park_invoices,
-    record_decision,
-    record_handover,
-    send_reminder,
-)
-from activities.matching import compare_quantities, flag_mismatches, match_orders, read_stock
-from activities.messages import send_debit_notes, send_summary
-from activities.post_adjustments import post_adjustments
-from activities.schedule import resolve_night
-from activities.undo import (
-    open_next_generation,
-    reverse_ledger_entries,
-    reverse_stock_movements,
-    withdraw_debit_notes,
-)
-from activities.update_stock import update_stock
+from __future__ import annotations
 
-ACTIVITIES = [
-    fetch_invoices,
-    extract_lines,
-    match_orders,
-    read_stock,
-    compare_quantities,
-    flag_mismatches,
-    post_adjustments,
-    update_stock,
-    send_debit_notes,
-    send_summary,
-    record_handover,
-    record_decision,
-    send_reminder,
-    check_evidence,
-    park_invoices,
-    open_next_generation,
-    withdraw_debit_notes,
-    reverse_stock_movements,
-    reverse_ledger_entries,
-    resolve_night,
-]
+from collections.abc import Callable
+from typing import Any
+
+from activities.extract_lines import ExtractionActivities
+from activities.handover import HandoverActivities
+from activities.messages import MessageActivities
+from activities.posting import PostingActivities
+from activities.reading import ReadingActivities
+from activities.resources import Resources
+from activities.schedule import ScheduleActivities
+from activities.undo import UndoActivities
+
+
+def activities_for(resources: Resources) -> list[Callable[..., Any]]:
+    """The bound activity methods, in step order, then the handover, undo and schedule rooms."""
+    reading = ReadingActivities(resources)
+    extraction = ExtractionActivities(resources)
+    posting = PostingActivities(resources)
+    messages = MessageActivities(resources)
+    handover = HandoverActivities(resources)
+    undo = UndoActivities(resources)
+    schedule = ScheduleActivities(resources)
+    return [
+        reading.fetch_invoices,
+        extraction.extract_lines,
+        reading.match_orders,
+        reading.read_stock,
+        reading.compare_quantities,
+        reading.flag_mismatches,
+        posting.post_adjustments,
+        posting.update_stock,
+        messages.send_debit_notes,
+        messages.send_summary,
+        handover.record_handover,
+        handover.record_decision,
+        handover.send_reminder,
+        handover.check_evidence,
+        handover.park_invoices,
+        undo.open_next_generation,
+        undo.withdraw_debit_notes,
+        undo.reverse_stock_movements,
+        undo.reverse_ledger_entries,
+        schedule.resolve_night,
+    ]

@@ -1,47 +1,47 @@
-"""What activities share inside one worker process: the Postgres pool and the extractor.
-
-The worker sets these once at start; activities read them. Workflows never touch them.
+"""What the activities of one worker share: the Postgres pool, the extractor, the settings and
+the Temporal client, handed to each activity class when the worker builds it (activities as
+methods that carry their state). Nothing is global: a test builds the classes it needs with
+the resources it has. Workflows never touch these.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import asyncpg
 from temporalio.client import Client
 
+from activities import fences
 from recon.config import Settings
 from recon.documents.extraction import Extractor
-
-_pool: asyncpg.Pool | None = None
-_extractor: Extractor | None = None
-_settings: Settings | None = None
-_client: Client | None = None
+from recon.store.fences import Fence
 
 
-def install(
-    pool: asyncpg.Pool, extractor: Extractor, settings: Settings, client: Client | None = None
-) -> None:
-    global _pool, _extractor, _settings, _client
-    _pool, _extractor, _settings, _client = pool, extractor, settings, client
+@dataclass(frozen=True)
+class Resources:
+    pool: asyncpg.Pool
+    extractor: Extractor
+    settings: Settings
+    # The worker's Temporal client: an attempt asks it whether it is still the live one.
+    # None only for activities run outside a worker (tests of one activity).
+    client: Client | None = None
 
 
-def client() -> Client | None:
-    """The worker's Temporal client: an attempt asks it whether it is still the live one."""
-    return _client
+class Room:
+    """Base of the activity classes (one per room: reading, extraction, posting, messages,
+    handovers, undo, schedule). Their `@activity.defn` methods are what the worker registers."""
 
+    def __init__(self, resources: Resources) -> None:
+        self.pool = resources.pool
+        self.extractor = resources.extractor
+        self.settings = resources.settings
+        self.client = resources.client
 
-def pool() -> asyncpg.Pool:
-    if _pool is None:
-        raise RuntimeError("activities used outside a worker: call resources.install() first")
-    return _pool
+    @property
+    def outage_window_seconds(self) -> float:
+        """How long temporary errors are retried before the step hands over (activities/step.py)."""
+        return self.settings.outage_window_seconds
 
-
-def extractor() -> Extractor:
-    if _extractor is None:
-        raise RuntimeError("activities used outside a worker: call resources.install() first")
-    return _extractor
-
-
-def settings() -> Settings:
-    if _settings is None:
-        raise RuntimeError("activities used outside a worker: call resources.install() first")
-    return _settings
+    async def take_fence(self, scope: str) -> Fence:
+        """The fence for this attempt: live at Temporal, and newest in Postgres."""
+        return await fences.take(self.client, self.pool, scope)

@@ -10,16 +10,17 @@ from datetime import datetime
 
 from temporalio import activity
 
-from activities import resources
+from activities.resources import Room
 from recon.scheduling import NightResolved, NightToResolve, business_date_of
+from recon.store.invoices import invoices_waiting
 
 
-@activity.defn(name="resolve_night")
-async def resolve_night(req: NightToResolve) -> NightResolved:
-    """The business date of a firing and the invoices waiting for it (for the run's details)."""
-    day = business_date_of(datetime.fromisoformat(req.scheduled_at), req.time_zone, req.lag_days)
-    invoices = await resources.pool().fetchval(
-        "SELECT count(*) FROM invoices WHERE business_date = $1 AND warehouse = $2",
-        day, req.warehouse,
-    )
-    return NightResolved(business_date=day.isoformat(), invoices=int(invoices))
+class ScheduleActivities(Room):
+    """The nightly schedule's one activity."""
+
+    @activity.defn(name="resolve_night")
+    async def resolve_night(self, req: NightToResolve) -> NightResolved:
+        """The business date of a firing and the invoices waiting for it (for the run's details)."""
+        day = business_date_of(datetime.fromisoformat(req.scheduled_at), req.time_zone, req.lag_days)
+        invoices = await invoices_waiting(self.pool, day, req.warehouse)
+        return NightResolved(business_date=day.isoformat(), invoices=invoices)

@@ -80,16 +80,14 @@ def _beat() -> None:
         activity.heartbeat(position)
 
 
-def _outage_window() -> float:
-    from activities import resources
-
-    try:
-        return resources.settings().outage_window_seconds
-    except RuntimeError:  # an activity run outside a worker
-        return DEFAULT_OUTAGE_WINDOW_SECONDS
+def _outage_window(args: tuple) -> float:
+    """The window of the activity's class (a method's `self` carries the worker's settings);
+    the default for a plain function, as in a test of one step."""
+    window = getattr(args[0], "outage_window_seconds", None) if args else None
+    return window if isinstance(window, int | float) else DEFAULT_OUTAGE_WINDOW_SECONDS
 
 
-def _temporary(exc: Exception, attempt: int) -> ApplicationError:
+def _temporary(exc: Exception, attempt: int, window: float) -> ApplicationError:
     """Retry soon and then less often, until the outage has lasted the whole window; then say
     in words what was down and since when, and hand over."""
     box = _progress.get()
@@ -99,10 +97,10 @@ def _temporary(exc: Exception, attempt: int) -> ApplicationError:
     lasted = now - since
     what = outage_in_words(exc)
     started = datetime.fromtimestamp(since, UTC).strftime("%H:%M:%S UTC")
-    if lasted >= _outage_window():
+    if lasted >= window:
         return ApplicationError(
             f"{what} since {started} ({lasted / 60:.0f} min, {attempt} attempts), "
-            f"longer than the {_outage_window() / 60:.0f}-minute outage window: "
+            f"longer than the {window / 60:.0f}-minute outage window: "
             f"{type(exc).__name__}: {exc}",
             {"class": "temporary", "attempt": attempt, "outage_since": since},
             type="TemporaryErrorsExhausted", non_retryable=True,
@@ -146,7 +144,7 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except Exception as exc:
             attempt = activity.info().attempt
             if classify(exc) == "temporary":
-                raise _temporary(exc, attempt) from exc
+                raise _temporary(exc, attempt, _outage_window(args)) from exc
             # Unknown: stop at once. The type travels in `type`, the message is the error's own,
             # so a note reads "RaiseError: period locked", never the type twice.
             raise ApplicationError(

@@ -12,24 +12,23 @@ from typing import TypeVar
 
 from temporalio import activity
 
-from activities import fences, resources
+from activities.resources import Room
 from activities.step import business_step, report_progress
 from recon import failpoints
-from recon.fencing import scope_for
-from recon.ledger import LedgerEntry, post_entries
+from recon.keys import fence_scope, undo_key, withdrawal_key
 from recon.mail.documents import render_withdrawal
 from recon.models import GenerationRequest, Reversed, UndoRequest
-from recon.outbox import Message, enqueue
-from recon.stock import StockMovement, move_stock
-from recon.undo import Scope, plan_undo, undo_key, withdrawal_key
+from recon.store import generations
+from recon.store.ledger import LedgerEntry, post_entries
+from recon.store.outbox import Message, enqueue
+from recon.store.reversals import Scope, plan_undo, reversed_paise
+from recon.store.stock import StockMovement, move_stock
 
 T = TypeVar("T")
 
 
-
-def _batches(items: list[T], step: str) -> Iterator[list[T]]:
+def _batches(items: list[T], step: str, size: int) -> Iterator[list[T]]:
     """Committed batches (RECON_POST_BATCH), with the failpoints of the forward steps."""
-    size = resources.settings().post_batch_size
     for start in range(0, len(items), size):
         batch = items[start:start + size]
         for n in range(start + 1, start + len(batch) + 1):
@@ -42,101 +41,90 @@ def _scope(req: UndoRequest) -> Scope:
     return Scope(req.run_workflow_id, req.supplier_id, tuple(req.references))
 
 
-@activity.defn(name="open_next_generation")
-@business_step
-async def open_next_generation(req: GenerationRequest) -> int:
-    """Before anything is reversed, the run moves to its next generation: whatever posts for
-    this night afterwards (a redo, or a reset of the night) posts under fresh keys, so it can
-    never collide with an entry this undo reverses. One row per undo execution: a retried
-    activity raises it once."""
-    pool = resources.pool()
-    await pool.execute(
-        "INSERT INTO run_generations (workflow_id, raised_by) VALUES ($1, $2)"
-        " ON CONFLICT DO NOTHING",
-        req.run_workflow_id, req.raised_by,
-    )
-    return int(await pool.fetchval("SELECT recon_generation($1)", req.run_workflow_id))
+class UndoActivities(Room):
+    """The undo workflow's activities, one per store."""
 
+    @activity.defn(name="open_next_generation")
+    @business_step
+    async def open_next_generation(self, req: GenerationRequest) -> int:
+        """Before anything is reversed, the run moves to its next generation: whatever posts for
+        this night afterwards (a redo, or a reset of the night) posts under fresh keys, so it can
+        never collide with an entry this undo reverses. One row per undo execution: a retried
+        activity raises it once."""
+        return await generations.open_next_generation(self.pool, req.run_workflow_id,
+                                                      req.raised_by)
 
-@activity.defn(name="withdraw_debit_notes")
-@business_step
-async def withdraw_debit_notes(req: UndoRequest) -> Reversed:
-    """An email cannot be unsent: a withdrawal note follows every debit note in scope."""
-    pool = resources.pool()
-    scope = _scope(req)
-    fence = await fences.take(scope_for(req.run_workflow_id, "outbox"))
-    plan = await plan_undo(pool, scope)
-    withdrawn, withdrawn_paise = 0, 0
-    async with pool.acquire() as conn:
-        for note in plan.notes:
-            amount = note["amount_paise"]
-            if scope.references:
-                amount = sum(r["amount_paise"] for r in plan.ledger
-                             if r["supplier_id"] == note["supplier_id"])
-            key = withdrawal_key(note["key"], scope)
-            document = render_withdrawal(
-                withdrawal_key=key, note_key=note["key"], supplier_name=note["supplier_name"],
-                note_total_paise=note["amount_paise"], withdrawn_paise=amount, reason=req.reason,
-                note_was_sent=note["sent_at"] is not None,
+    @activity.defn(name="withdraw_debit_notes")
+    @business_step
+    async def withdraw_debit_notes(self, req: UndoRequest) -> Reversed:
+        """An email cannot be unsent: a withdrawal note follows every debit note in scope."""
+        pool = self.pool
+        scope = _scope(req)
+        fence = await self.take_fence(fence_scope(req.run_workflow_id, "outbox"))
+        plan = await plan_undo(pool, scope)
+        withdrawn, withdrawn_paise = 0, 0
+        async with pool.acquire() as conn:
+            for note in plan.notes:
+                amount = note["amount_paise"]
+                if scope.references:
+                    amount = sum(r["amount_paise"] for r in plan.ledger
+                                 if r["supplier_id"] == note["supplier_id"])
+                key = withdrawal_key(note["key"], scope.references)
+                document = render_withdrawal(
+                    withdrawal_key=key, note_key=note["key"], supplier_name=note["supplier_name"],
+                    note_total_paise=note["amount_paise"], withdrawn_paise=amount, reason=req.reason,
+                    note_was_sent=note["sent_at"] is not None,
+                )
+                await enqueue(conn, Message(
+                    key=key, workflow_id=req.run_workflow_id, kind="withdrawal",
+                    recipient=note["recipient"], subject=document.subject, body=document.text,
+                    supplier_id=note["supplier_id"], amount_paise=-amount,
+                    reverses=note["key"],
+                ), fence)
+                withdrawn += 1
+                withdrawn_paise += amount
+                report_progress(withdrawn)
+        return Reversed(count=withdrawn, paise=withdrawn_paise)
+
+    @activity.defn(name="reverse_stock_movements")
+    @business_step
+    async def reverse_stock_movements(self, req: UndoRequest) -> Reversed:
+        pool = self.pool
+        fence = await self.take_fence(fence_scope(req.run_workflow_id, "stock"))
+        plan = await plan_undo(pool, _scope(req))
+        moves = [
+            StockMovement(
+                key=undo_key(m["key"]), workflow_id=req.run_workflow_id, warehouse=m["warehouse"],
+                sku=m["sku"], qty=-m["qty"], supplier_id=m["supplier_id"],
+                invoice_no=m["invoice_no"], line_no=m["line_no"],
+                note=f"reversal of {m['key']}: {req.reason} (by {req.by})", reverses=m["key"],
             )
-            await enqueue(conn, Message(
-                key=key, workflow_id=req.run_workflow_id, kind="withdrawal",
-                recipient=note["recipient"], subject=document.subject, body=document.text,
-                supplier_id=note["supplier_id"], amount_paise=-amount,
-                reverses=note["key"],
-            ), fence)
-            withdrawn += 1
-            withdrawn_paise += amount
-            report_progress(withdrawn)
-    return Reversed(count=withdrawn, paise=withdrawn_paise)
+            for m in plan.stock
+        ]
+        done = 0
+        async with pool.acquire() as conn:
+            for batch in _batches(moves, "reverse_stock_movements", self.settings.post_batch_size):
+                done += await move_stock(conn, batch, fence)
+        return Reversed(count=done)
 
-
-@activity.defn(name="reverse_stock_movements")
-@business_step
-async def reverse_stock_movements(req: UndoRequest) -> Reversed:
-    pool = resources.pool()
-    fence = await fences.take(scope_for(req.run_workflow_id, "stock"))
-    plan = await plan_undo(pool, _scope(req))
-    moves = [
-        StockMovement(
-            key=undo_key(m["key"]), workflow_id=req.run_workflow_id, warehouse=m["warehouse"],
-            sku=m["sku"], qty=-m["qty"], supplier_id=m["supplier_id"],
-            invoice_no=m["invoice_no"], line_no=m["line_no"],
-            note=f"reversal of {m['key']}: {req.reason} (by {req.by})", reverses=m["key"],
-        )
-        for m in plan.stock
-    ]
-    done = 0
-    async with pool.acquire() as conn:
-        for batch in _batches(moves, "reverse_stock_movements"):
-            done += await move_stock(conn, batch, fence)
-    return Reversed(count=done)
-
-
-@activity.defn(name="reverse_ledger_entries")
-@business_step
-async def reverse_ledger_entries(req: UndoRequest) -> Reversed:
-    pool = resources.pool()
-    fence = await fences.take(scope_for(req.run_workflow_id, "ledger"))
-    plan = await plan_undo(pool, _scope(req))
-    entries = [
-        LedgerEntry(
-            reference=undo_key(r["reference"]), workflow_id=req.run_workflow_id,
-            invoice_no=r["invoice_no"], supplier_id=r["supplier_id"], line_no=r["line_no"],
-            kind="reversal", amount_paise=-r["amount_paise"],
-            memo=f"reversal: {req.reason} (by {req.by})", reverses=r["reference"],
-        )
-        for r in plan.ledger
-    ]
-    done = 0
-    async with pool.acquire() as conn:
-        for batch in _batches(entries, "reverse_ledger_entries"):
-            done += await post_entries(conn, batch, fence)
-        reversed_paise = await conn.fetchval(
-            "SELECT coalesce(-sum(r.amount_paise), 0)::bigint FROM ledger_entries r"
-            " JOIN ledger_entries o ON o.reference = r.reverses"
-            " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
-            " AND ($3::text[] IS NULL OR o.reference = ANY($3))",
-            *_scope(req).params(),
-        )
-    return Reversed(count=done, paise=int(reversed_paise))
+    @activity.defn(name="reverse_ledger_entries")
+    @business_step
+    async def reverse_ledger_entries(self, req: UndoRequest) -> Reversed:
+        pool = self.pool
+        fence = await self.take_fence(fence_scope(req.run_workflow_id, "ledger"))
+        plan = await plan_undo(pool, _scope(req))
+        entries = [
+            LedgerEntry(
+                reference=undo_key(r["reference"]), workflow_id=req.run_workflow_id,
+                invoice_no=r["invoice_no"], supplier_id=r["supplier_id"], line_no=r["line_no"],
+                kind="reversal", amount_paise=-r["amount_paise"],
+                memo=f"reversal: {req.reason} (by {req.by})", reverses=r["reference"],
+            )
+            for r in plan.ledger
+        ]
+        done = 0
+        async with pool.acquire() as conn:
+            for batch in _batches(entries, "reverse_ledger_entries", self.settings.post_batch_size):
+                done += await post_entries(conn, batch, fence)
+            paise = await reversed_paise(conn, _scope(req))
+        return Reversed(count=done, paise=paise)

@@ -10,7 +10,7 @@ processes with L lanes each, as production would, and measures:
      second from the INSERT to the last message accepted by the server; every message must
      arrive exactly once (distinct Message-IDs) or the bench says REPEAT;
   2. queue-to-inbox latency of a handover note: H notes queued one at a time the way
-     `record_handover` queues them (`recon.outbox.enqueue`, a committed transaction), 100 ms
+     `record_handover` queues them (`recon.store.outbox.enqueue`, a committed transaction), 100 ms
      apart so the senders are idle each time (woken by LISTEN/NOTIFY, not by the poll); from
      just before the enqueue to the server's acceptance; median and p99;
   3. the at-least-once window the senders measured themselves: from the server's 250 to the
@@ -35,10 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recon.db import connect_pool, migrate  # noqa: E402
 from recon.embedded import EmbeddedPostgres  # noqa: E402
 from recon.mail.smtp_sink import MaildirHandler, MailSink  # noqa: E402
-from recon.outbox import Message, enqueue  # noqa: E402
+from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.store.outbox import Message, enqueue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -37,10 +37,10 @@ import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recon.db import connect_pool, migrate  # noqa: E402
 from recon.devstack import embedded_stack  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
 from recon.embedded import free_port  # noqa: E402
+from recon.store.db import connect_pool, migrate  # noqa: E402
 from recon.temporal_client import connect  # noqa: E402
 from tests.fake_openai import API_KEY, MODEL  # noqa: E402
 

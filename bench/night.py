@@ -58,12 +58,13 @@ from temporalio.common import SearchAttributeKey  # noqa: E402
 
 from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa: E402
 from bench.plain import Plain, plain_cost  # noqa: E402
-from recon.db import connect_pool, migrate  # noqa: E402
 from recon.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
 from recon.embedded import free_port  # noqa: E402
-from recon.models import STEPS, workflow_id_for  # noqa: E402
+from recon.keys import workflow_id_for  # noqa: E402
+from recon.models import STEPS  # noqa: E402
 from recon.money import rupees  # noqa: E402
+from recon.store.db import connect_pool, migrate  # noqa: E402
 from recon.temporal_client import connect  # noqa: E402
 
 WAREHOUSE = "ldh"

@@ -3,7 +3,7 @@
     uv run python bench/posting.py [--entries N] [--one-row-entries M] [--batch B] [--repeats R]
 
 Starts its own embedded PostgreSQL in a temporary directory (nothing shared with `recon dev`),
-applies the migrations, and posts through the real `recon.ledger.post_entries` with a real fence
+applies the migrations, and posts through the real `recon.store.ledger.post_entries` with a real fence
 (`take_fence` once per run, as step 7 does). Four measurements, each repeated R times on fresh
 keys:
 
@@ -33,10 +33,11 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recon.db import connect_pool, migrate  # noqa: E402
 from recon.embedded import EmbeddedPostgres  # noqa: E402
-from recon.fencing import scope_for, take_fence  # noqa: E402
-from recon.ledger import LedgerEntry, adjustment_key, post_entries  # noqa: E402
+from recon.keys import adjustment_key, fence_scope
+from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.store.fences import take_fence  # noqa: E402
+from recon.store.ledger import LedgerEntry, post_entries  # noqa: E402
 
 
 def make_entries(workflow_id: str, n: int) -> list[LedgerEntry]:
@@ -63,7 +64,7 @@ async def post_all(pool: asyncpg.Pool, entries: list[LedgerEntry], batch: int, e
     workflow_id = entries[0].workflow_id
     async with pool.acquire() as conn:
         started = time.perf_counter()
-        fence = await take_fence(pool, scope_for(workflow_id, "ledger"))
+        fence = await take_fence(pool, fence_scope(workflow_id, "ledger"))
         new = 0
         for i in range(0, len(entries), batch):
             new += await post_entries(conn, entries[i:i + batch], fence)

@@ -50,7 +50,7 @@ async def shoot(page, url: str, path: Path, wait_for: str, tab: str | None = Non
 async def main(ui: str, settings) -> None:
     from playwright.async_api import async_playwright
 
-    from recon.db import connect_pool
+    from recon.store.db import connect_pool
     from recon.temporal_client import connect
     from starter import start_night
     from tests.helpers import inprocess_worker

@@ -22,7 +22,7 @@ from recon.chaos_compare import counts, first_difference, repeated_requests, sna
 from recon.chaos_stack import ScratchStack, WorkerFleet
 from recon.chaos_watch import Watcher
 from recon.config import load_settings
-from recon.db import connect_pool, migrate
+from recon.store.db import connect_pool, migrate
 
 WAREHOUSE = "chaos"
 TASK_QUEUE = "chaos"
@@ -72,8 +72,7 @@ class Night:
     faults: list[Fault] = field(default_factory=list)
 
 
-class ChaosFailed(Exception):
-    """The verdict is FAIL; the message is the reason, in one line."""
+from recon.errors import ChaosFailed  # noqa: E402 - defined with every error class
 
 
 def run_chaos(plan: ChaosPlan, say: Callable[[str], None]) -> None:

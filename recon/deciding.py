@@ -12,14 +12,16 @@ import asyncpg
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-
-class DecisionRefused(ValueError):
-    """The decision cannot be sent as given; one line says why."""
+from recon.errors import DecisionRefused
+from recon.keys import REDO_WORKFLOW_PREFIX
+from recon.store import handovers
+from recon.store.inspection import live_rows_of_invoice
+from recon.store.invoices import in_run
 
 
 async def _night_of(client: Client, workflow_id: str) -> str:
     """A redo writes under its night's id (kept in its memo); every other run under its own."""
-    if not workflow_id.startswith("redo-"):
+    if not workflow_id.startswith(REDO_WORKFLOW_PREFIX):
         return workflow_id
     try:
         memo = await (await client.get_workflow_handle(workflow_id).describe()).memo()
@@ -30,18 +32,9 @@ async def _night_of(client: Client, workflow_id: str) -> str:
 
 async def _check_park(pool: asyncpg.Pool, night: str, invoices: list[str]) -> None:
     for invoice in invoices:
-        if not await pool.fetchval(
-            "SELECT 1 FROM run_invoices WHERE workflow_id = $1 AND invoice_no = $2",
-            night, invoice,
-        ):
+        if not await in_run(pool, night, invoice):
             raise DecisionRefused(f"--park {invoice!r}: no such invoice in {night}")
-        live = await pool.fetchval(
-            "SELECT (SELECT count(*) FROM live_ledger_entries WHERE workflow_id = $1"
-            "         AND invoice_no = $2)"
-            "     + (SELECT count(*) FROM live_stock_movements WHERE workflow_id = $1"
-            "         AND invoice_no = $2)",
-            night, invoice,
-        )
+        live = await live_rows_of_invoice(pool, night, invoice)
         if live:
             raise DecisionRefused(
                 f"--park {invoice!r}: it already has {live} live ledger or stock entries; "
@@ -77,9 +70,7 @@ async def send_decision(
 async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) -> list[str]:
     """Lines for `recon handover RUN`: the pending note in full, then every handover with its
     decision (who, what, which, when), then decisions that reached the run and were ignored."""
-    rows = await pool.fetch(
-        "SELECT * FROM handovers WHERE workflow_id = $1 ORDER BY handover_no", workflow_id
-    )
+    rows = await handovers.of_run(pool, workflow_id)
     ignored = await _ignored(client, workflow_id)
     from recon.store.mail_handovers import handovers_of
 

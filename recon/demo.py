@@ -21,7 +21,6 @@ from rich.table import Table
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from recon.config import state_dir
-from recon.db import connect_pool, migrate
 from recon.devstack import RunningStack, embedded_stack
 from recon.documents.seed import seed_night
 from recon.embedded import free_port, port_open
@@ -31,6 +30,7 @@ from recon.mail.demo_mail import deliver_demo_mail
 from recon.mail.smtp_sink import MailSink
 from recon.models import STEPS, PostResult
 from recon.store.chaos_checks import ledger_rows
+from recon.store.db import connect_pool, migrate
 from recon.temporal_client import connect
 
 DEMO_DATE, DEMO_WAREHOUSE = "2026-10-13", "ldh"

@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from recon.config import ENV_FILE_NAME, Settings, load_settings, write_env_file
-from recon.db import connect_pool, migrate
 from recon.embedded import EmbeddedPostgres, StackError, TemporalDevServer, port_open
 from recon.mail.smtp_sink import MailSink
+from recon.store.db import connect_pool, migrate
 
 MAIL_PORT = 1025
 

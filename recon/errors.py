@@ -1,16 +1,99 @@
-"""The three failure classes of docs/design.md §2, decided in one place.
+"""Every exception class of the product, and the three failure classes of docs/design.md §2,
+decided in one place.
 
 temporary  -> retry (same keys) a few times with growing waits
 permanent  -> for one item: park it (handled where the item is known)
 unknown    -> stop the run and hand it to a person
+
+A `Refusal` is for a person at the command line: the request was understood and is refused (or
+a server it needs is not there); the CLI prints its message as one line and exits 1. Each keeps
+the builtin base it always had (ValueError, LookupError, RuntimeError), so code that caught that
+base still catches it. A refusal is never a reason `classify` retries: it is not temporary.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 import asyncpg
+
+
+# ------------------------------------------------------------------ refusals (the CLI's one line)
+class Refusal(Exception):
+    """The product refuses the request as given, or cannot serve it now; the message says why."""
+
+
+class Refused(Refusal):
+    """The command understood the request and refuses it; the message says why."""
+
+
+class UnknownRun(Refusal, LookupError):
+    """No such run in Temporal and nothing of it in Postgres."""
+
+
+class UndoRefused(Refusal, ValueError):
+    """The undo cannot start as asked; one line says why."""
+
+
+class RedoRefused(Refusal, ValueError):
+    """The redo cannot start as asked; one line says why."""
+
+
+class DecisionRefused(Refusal, ValueError):
+    """The decision cannot be sent as given; one line says why."""
+
+
+class NotRefused(Refusal, ValueError):
+    """The message is not one the mail server refused, so there is nothing to resend."""
+
+
+class ScheduleProblem(Refusal, LookupError):
+    """The schedule is missing, exists already, or the request makes no sense; one line."""
+
+
+class SeedError(Refusal, ValueError):
+    """The night cannot be seeded as asked; the message says why in one line."""
+
+
+class ImportProblem(Refusal, ValueError):
+    """The files cannot be imported as they are; one line says why."""
+
+
+class StackError(Refusal, RuntimeError):
+    """The embedded stack could not start; the message is one line for the user."""
+
+
+class DatabaseUnavailable(Refusal, RuntimeError):
+    """Postgres cannot be reached: a one-line reason for the CLI, a temporary error for a step."""
+
+
+class TemporalUnavailable(Refusal, RuntimeError):
+    """Temporal cannot be reached; one line for the user."""
+
+
+# ------------------------------------------------------------------ inside a run
+class UnreadableInvoice(Exception):
+    """Permanent for this one invoice: nobody can read it as it stands. The run parks it."""
+
+    def __init__(self, reason: str, evidence: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.evidence = evidence
+
+
+class UndoRequested(Exception):
+    """Workflow control flow: a person decided the whole run must be undone. Raised and caught
+    inside NightlyReconciliation; never crosses an activity or the CLI."""
+
+    def __init__(self, decision: Any) -> None:  # a recon.models.RecordedDecision
+        super().__init__(decision.decision)
+        self.decision = decision
+
+
+class ChaosFailed(Exception):
+    """The verdict is FAIL; the message is the reason, in one line."""
 
 
 class KeyPayloadConflict(Exception):

@@ -5,43 +5,17 @@ from __future__ import annotations
 
 import asyncpg
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
+from recon.errors import UnknownRun
 from recon.history import read_history
 from recon.model_bill import model_bill
-
-_COUNTS = """
-SELECT
-  (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1) AS ledger_rows,
-  (SELECT count(DISTINCT reference) FROM ledger_entries WHERE workflow_id = $1) AS distinct_keys,
-  (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND reverses IS NOT NULL)
-      AS reversals,
-  (SELECT coalesce(sum(amount_paise), 0)::bigint FROM ledger_entries WHERE workflow_id = $1)
-      AS ledger_net_paise,
-  (SELECT count(*) FROM invoice_reads WHERE workflow_id = $1) AS invoice_reads,
-  (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
-  (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS mismatches,
-  (SELECT count(*) FROM stock_movements WHERE workflow_id = $1) AS stock_movements,
-  (SELECT count(*) FROM outbox WHERE workflow_id = $1) AS outbox_rows,
-  (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note') AS debit_notes,
-  (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'withdrawal') AS withdrawals,
-  (SELECT count(*) FROM parked_items WHERE workflow_id = $1) AS parked,
-  (SELECT count(*) FROM handovers WHERE workflow_id = $1) AS handovers,
-  (SELECT count(*) FROM handovers WHERE workflow_id = $1 AND decision IS NULL)
-      AS handovers_pending
-"""
-
-
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-
-
-class UnknownRun(LookupError):
-    """No such run in Temporal and nothing of it in Postgres."""
+from recon.run_labels import RECON_STATUS, RunStatus
+from recon.store import inspection as store
 
 
 async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:
-    counts = dict(await pool.fetchrow(_COUNTS, workflow_id))
+    counts = await store.inspection_counts(pool, workflow_id)
     bill = await model_bill(pool, workflow_id)
     # `model_calls` counts answered requests (its meaning before every request had a row)
     counts.update(model_calls=bill.answered, model_requests=bill.requests,
@@ -65,7 +39,7 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
         max(0, p.attempt - 1) for p in description.raw_description.pending_activities
     )
     if status == WorkflowExecutionStatus.RUNNING:
-        label = "awaiting_decision" if business == "AwaitingDecision" else "running"
+        label = "awaiting_decision" if business == RunStatus.AWAITING_DECISION else "running"
     else:
         label = status.name.lower()
     history = await read_history(handle)
@@ -89,12 +63,7 @@ async def ledger_references(pool: asyncpg.Pool, workflow_id: str) -> list[str]:
     """Every ledger entry of a run, one line each: reference, supplier, amount, state."""
     from recon.money import rupees
 
-    rows = await pool.fetch(
-        "SELECT l.reference, l.supplier_id, l.amount_paise, l.kind,"
-        " EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference) AS reversed"
-        " FROM ledger_entries l WHERE l.workflow_id = $1 ORDER BY l.posted_at, l.reference",
-        workflow_id,
-    )
+    rows = await store.ledger_references(pool, workflow_id)
     if not rows:
         raise UnknownRun(f"run {workflow_id} has no ledger entries")
     return [

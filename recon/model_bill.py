@@ -55,7 +55,8 @@ async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) 
 async def bill_line(workflow_id: str) -> str:
     """For `recon status`: the bill so far, or why it cannot be read (status still answers)."""
     from recon.config import load_settings
-    from recon.db import DatabaseUnavailable, connect_pool
+    from recon.errors import DatabaseUnavailable
+    from recon.store.db import connect_pool
 
     try:
         pool = await connect_pool(load_settings().database_url, max_size=1)

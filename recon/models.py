@@ -4,23 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-STEPS: list[str] = [
-    "fetch_invoices",
-    "extract_lines",
-    "match_orders",
-    "read_stock",
-    "compare_quantities",
-    "flag_mismatches",
-    "post_adjustments",
-    "update_stock",
-    "send_debit_notes",
-    "send_summary",
-]
-
-
-def workflow_id_for(business_date: str, warehouse: str) -> str:
-    """One run per warehouse per night; every idempotency key starts with this id."""
-    return f"recon-{business_date}-{warehouse}"
+from recon import keys
+from recon.run_labels import RunStatus
+from recon.steps import STEPS  # noqa: F401 - kept importable (recon/demo.py): the table is recon/steps
 
 
 class RunRequest(BaseModel):
@@ -102,7 +88,7 @@ class PostResult(BaseModel):
 
 class Progress(BaseModel):
     workflow_id: str
-    status: str = "Running"
+    status: str = RunStatus.RUNNING.value
     current_step: str | None = None
     steps_done: list[str] = Field(default_factory=list)
     handovers: int = 0
@@ -247,13 +233,5 @@ class UndoResult(BaseModel):
 
 
 def undo_workflow_id(req: UndoRequest) -> str:
-    """Derived from the run and the scope: starting the same undo twice is the same workflow."""
-    import hashlib
-
-    base = f"undo-{req.run_workflow_id}"
-    if req.references:
-        digest = hashlib.sha256("\n".join(sorted(set(req.references))).encode()).hexdigest()[:10]
-        return f"{base}-refs-{digest}"
-    if req.supplier_id:
-        return f"{base}-supplier-{req.supplier_id}"
-    return base
+    """The undo's workflow id for a request (the shape is recon.keys.undo_workflow_id)."""
+    return keys.undo_workflow_id(req.run_workflow_id, req.supplier_id, req.references)

@@ -17,36 +17,11 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
-from recon.inspection import UnknownRun
-from recon.keys import redo_workflow_id
+from recon.errors import RedoRefused, UnknownRun
+from recon.keys import UNDO_WORKFLOW_PREFIX, companions_of, redo_workflow_id
+from recon.store.reversals import supplier_in_night, to_redo
 
 NIGHT_ID = re.compile(r"recon-(\d{4}-\d{2}-\d{2})-([a-z0-9][a-z0-9_-]{0,31})")
-
-
-class RedoRefused(ValueError):
-    """The redo cannot start as asked; one line says why."""
-
-
-# What is still to post again in scope: open mismatches with no live entry in any generation,
-# open lines with no live stock movement, suppliers owed a note with no live note.
-_TO_REDO = """
-WITH g AS (SELECT recon_generation($1) AS n)
-SELECT
-  (SELECT count(*) FROM open_mismatches m, g
-    WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
-      AND NOT EXISTS (SELECT 1 FROM generate_series(1, g.n) AS gen
-                      JOIN live_ledger_entries l ON l.reference = recon_key(m.reference, gen)))
-      AS ledger,
-  (SELECT count(*) FROM open_comparisons c, g
-    WHERE c.workflow_id = $1 AND ($2::text IS NULL OR c.supplier_id = $2)
-      AND NOT EXISTS (SELECT 1 FROM generate_series(1, g.n) AS gen
-                      JOIN live_stock_movements s
-                        ON s.key = recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no,
-                                             gen))) AS stock,
-  (SELECT n FROM g) AS generation,
-  (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS flagged,
-  (SELECT count(*) FROM comparisons WHERE workflow_id = $1) AS compared
-"""
 
 
 async def _run_status(client: Client, run: str) -> WorkflowExecutionStatus | None:
@@ -59,7 +34,7 @@ async def _run_status(client: Client, run: str) -> WorkflowExecutionStatus | Non
 
 
 async def _undo_running(client: Client, run: str) -> str | None:
-    query = f'WorkflowId STARTS_WITH "undo-{run}" AND ExecutionStatus = "Running"'
+    query = companions_of(run, UNDO_WORKFLOW_PREFIX)
     async for wf in client.list_workflows(query, limit=1):
         return wf.id
     return None
@@ -72,17 +47,13 @@ async def plan_redo(
     if not NIGHT_ID.fullmatch(run):
         raise RedoRefused(f"{run!r} is not a night's run id (recon-YYYY-MM-DD-warehouse)")
     status = await _run_status(client, run)
-    counts = await pool.fetchrow(_TO_REDO, run, supplier)
+    counts = await to_redo(pool, run, supplier)
     if status is None and not counts["flagged"] and not counts["compared"]:
         raise UnknownRun(f"no run {run!r}")
     if status == WorkflowExecutionStatus.RUNNING:
         raise RedoRefused(f"run {run} is still going: a redo is for a finished night that was "
                           "undone; answer its handover instead")
-    if supplier is not None and not await pool.fetchval(
-        "SELECT 1 FROM mismatches WHERE workflow_id = $1 AND supplier_id = $2"
-        " UNION ALL SELECT 1 FROM comparisons WHERE workflow_id = $1 AND supplier_id = $2",
-        run, supplier,
-    ):
+    if supplier is not None and not await supplier_in_night(pool, run, supplier):
         raise RedoRefused(f"run {run} has nothing of supplier {supplier!r} to redo")
     undoing = await _undo_running(client, run)
     if undoing:

@@ -1,18 +1,36 @@
-"""How a night's run introduces itself in the Web UI: its static summary and details, and the
-search attributes an operator filters by. One place, so a run started by `recon run` and one
-started by the nightly schedule look the same.
+"""How a run introduces itself in Temporal: its business status, the search attributes an
+operator filters by, and its static summary and details in the Web UI. One place, so a run
+started by `recon run` and one started by the nightly schedule look the same, and every reader
+(`recon status`, `recon inspect`, `recon run --wait`) compares against the same values.
+
+Pure (no I/O, no clock): workflow code uses it.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
+
+class RunStatus(StrEnum):
+    """The business status (search attribute ReconStatus, `Progress.status`, `RunSummary.status`).
+    The values are stored in kept histories and visibility records: never change one."""
+
+    RUNNING = "Running"
+    AWAITING_DECISION = "AwaitingDecision"
+    UNDOING = "Undoing"
+    UNDONE = "Undone"
+    COMPLETED = "Completed"
+
 
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
 RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
 RECON_WAREHOUSE = SearchAttributeKey.for_keyword("ReconWarehouse")
 RECON_DATE = SearchAttributeKey.for_keyword("ReconDate")
+# Registered on the namespace by `recon dev` (recon/embedded.py) and deploy/temporal-namespace.sh.
+RUN_SEARCH_ATTRIBUTES = (RECON_STATUS, RECON_STEP, RECON_WAREHOUSE, RECON_DATE)
 
 
 def night_start_options(
@@ -26,7 +44,7 @@ def night_start_options(
             f"**Warehouse** {warehouse} · **Business date** {business_date} · "
             f"**Invoices** {counted}\n\n"
             f"Started by {started_by}. Current step and progress: *Current details* below; "
-            "runs waiting for a person: `ReconStatus=\"AwaitingDecision\"`."
+            f"runs waiting for a person: `ReconStatus=\"{RunStatus.AWAITING_DECISION}\"`."
         ),
         "search_attributes": TypedSearchAttributes([
             SearchAttributePair(RECON_WAREHOUSE, warehouse),

@@ -29,16 +29,13 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
-from recon.models import workflow_id_for
+from recon.errors import ScheduleProblem
+from recon.keys import workflow_id_for
 from recon.scheduling import NightlyStart, clock, firing_for, zone
 from starter import run_request
 from workflows.nightly_starter import NightlyStarter
 
 DEFAULT_CATCHUP = timedelta(hours=6)
-
-
-class ScheduleProblem(LookupError):
-    """The schedule is missing, exists already, or the request makes no sense; one line."""
 
 
 def schedule_id(warehouse: str) -> str:

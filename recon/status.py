@@ -17,43 +17,20 @@ from dataclasses import dataclass, field
 
 import asyncpg
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
-from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
+from recon.errors import UnknownRun
 from recon.history import read_history
-from recon.inspection import UnknownRun
+from recon.keys import REDO_WORKFLOW_PREFIX, UNDO_WORKFLOW_PREFIX, undo_workflow_id
 from recon.money import rupees
+from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
+from recon.store.inspection import run_wrote, status_counts
 
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
-COMPANION_PREFIXES = ("undo-", "redo-")  # workflows that act on a run, named after it
+# workflows that act on a run, named after it
+COMPANION_PREFIXES = (UNDO_WORKFLOW_PREFIX, REDO_WORKFLOW_PREFIX)
 # Activities a person reads as steps; the rest (handover records, gate checks) are bookkeeping.
 _BOOKKEEPING = {"record_handover", "record_decision", "send_reminder", "check_evidence"}
 
-# Live = not reversed: an entry, movement or note counts only while nothing points back at it.
-_COUNTS = """
-SELECT
-  (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
-  (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS mismatches,
-  (SELECT count(*) FROM parked_items WHERE workflow_id = $1) AS parked,
-  (SELECT count(*) FROM ledger_entries l WHERE l.workflow_id = $1 AND l.reverses IS NULL
-      AND NOT EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference))
-      AS ledger_live,
-  (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND reverses IS NOT NULL)
-      AS ledger_reversals,
-  (SELECT coalesce(sum(amount_paise), 0)::bigint FROM ledger_entries WHERE workflow_id = $1)
-      AS ledger_net_paise,
-  (SELECT count(*) FROM stock_movements m WHERE m.workflow_id = $1 AND m.reverses IS NULL
-      AND NOT EXISTS (SELECT 1 FROM stock_movements r WHERE r.reverses = m.key))
-      AS stock_live,
-  (SELECT count(*) FROM stock_movements WHERE workflow_id = $1 AND reverses IS NOT NULL)
-      AS stock_reversals,
-  (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note') AS debit_notes,
-  (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'withdrawal') AS withdrawals,
-  (SELECT count(*) FROM handovers WHERE workflow_id = $1) AS handovers,
-  (SELECT count(*) FROM handovers WHERE workflow_id = $1 AND decision IS NULL)
-      AS handovers_pending
-"""
 
 
 @dataclass
@@ -164,10 +141,8 @@ async def _run_from_id(client: Client, pool: asyncpg.Pool, rest: str) -> str:
     parts = rest.split("-")
     for end in range(len(parts), 4, -1):
         candidate = "-".join(parts[:end])
-        if (await _describe(client, candidate))[1] is not None or await pool.fetchval(
-            "SELECT 1 FROM run_invoices WHERE workflow_id = $1 UNION ALL "
-            "SELECT 1 FROM ledger_entries WHERE workflow_id = $1 LIMIT 1", candidate
-        ):
+        if (await _describe(client, candidate))[1] is not None or await run_wrote(pool,
+                                                                                  candidate):
             return candidate
     return "-".join(parts[:5])
 
@@ -178,14 +153,15 @@ async def run_status(client: Client, pool: asyncpg.Pool, workflow_id: str) -> St
     if workflow_id.startswith(COMPANION_PREFIXES):
         companion, handle = await _state(client, workflow_id)
         named = await _run_named_in_input(handle) if handle is not None else None
-        run_id = named or await _run_from_id(client, pool, workflow_id[len("undo-"):])
+        run_id = named or await _run_from_id(client, pool, workflow_id[len(UNDO_WORKFLOW_PREFIX):])
     run, _handle = await _state(client, run_id)
-    if run.execution == "running" and run.business == "Undoing":
+    if run.execution == "running" and run.business == RunStatus.UNDOING:
         # A person decided "undo": the run waits on its undo child, whose step is the news.
-        child, _ = await _state(client, f"undo-{run_id}")
+        child_id = undo_workflow_id(run_id)
+        child, _ = await _state(client, child_id)
         if child.known:
-            run.current_step = f"undo, {child.current_step or 'starting'} (undo-{run_id})"
-    counts = {k: int(v) for k, v in (await pool.fetchrow(_COUNTS, run_id)).items()}
+            run.current_step = f"undo, {child.current_step or 'starting'} ({child_id})"
+    counts = await status_counts(pool, run_id)
     if not run.known and (companion is None or not companion.known) and not (
         counts["invoices"] or counts["ledger_live"] or counts["ledger_reversals"]
     ):

@@ -18,10 +18,7 @@ from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 
 from recon.config import Settings
-
-
-class TemporalUnavailable(RuntimeError):
-    """Temporal cannot be reached; one line for the user."""
+from recon.errors import TemporalUnavailable
 
 
 def connect_config(settings: Settings) -> dict[str, Any]:

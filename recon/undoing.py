@@ -14,14 +14,17 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.config import Settings
-from recon.inspection import UnknownRun
+from recon.errors import UndoRefused, UnknownRun
+from recon.keys import REDO_WORKFLOW_PREFIX, companions_of
 from recon.models import UndoRequest, UndoResult, undo_workflow_id
 from recon.money import rupees
-from recon.undo import Scope, UndoPlan, plan_undo
-
-
-class UndoRefused(ValueError):
-    """The undo cannot start as asked; one line says why."""
+from recon.store.inspection import (
+    forward_references,
+    rows_written,
+    supplier_exists,
+    supplier_posted,
+)
+from recon.store.reversals import Scope, UndoPlan, plan_undo
 
 
 async def _checked_plan(
@@ -34,9 +37,7 @@ async def _checked_plan(
         if exc.status != RPCStatusCode.NOT_FOUND:
             raise
         status = None
-    wrote = await pool.fetchval(
-        "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1", run
-    ) + await pool.fetchval("SELECT count(*) FROM run_invoices WHERE workflow_id = $1", run)
+    wrote = await rows_written(pool, run)
     if status is None and not wrote:
         raise UnknownRun(f"no run {run!r}")
     if status == WorkflowExecutionStatus.RUNNING:
@@ -45,23 +46,17 @@ async def _checked_plan(
             f"finish, or answer its handover with `recon approve {run} --decision undo`"
         )
     async for redo in client.list_workflows(
-        f'WorkflowId STARTS_WITH "redo-{run}" AND ExecutionStatus = "Running"', limit=1
+        companions_of(run, REDO_WORKFLOW_PREFIX), limit=1
     ):
         raise UndoRefused(f"redo {redo.id} of this night is still going: answer or wait for it "
                           f"(`recon status {redo.id}`), then undo")
     if supplier is not None:
-        if not await pool.fetchval("SELECT 1 FROM suppliers WHERE supplier_id = $1", supplier):
+        if not await supplier_exists(pool, supplier):
             raise UndoRefused(f"unknown supplier {supplier!r}")
-        if not await pool.fetchval(
-            "SELECT 1 FROM ledger_entries WHERE workflow_id = $1 AND supplier_id = $2"
-            " UNION ALL SELECT 1 FROM stock_movements WHERE workflow_id = $1 AND supplier_id = $2",
-            run, supplier,
-        ):
+        if not await supplier_posted(pool, run, supplier):
             raise UndoRefused(f"run {run} posted nothing for supplier {supplier}")
     if references:
-        known = {r["reference"] for r in await pool.fetch(
-            "SELECT reference FROM ledger_entries WHERE workflow_id = $1 AND reference = ANY($2)"
-            " AND kind <> 'reversal'", run, references)}
+        known = await forward_references(pool, run, references)
         missing = [r for r in references if r not in known]
         if missing:
             raise UndoRefused(f"run {run} has no ledger entry {missing[0]!r}")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import WorkflowHandle
-from temporalio.common import SearchAttributeKey
 
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
+from recon.run_labels import RECON_STATUS, RunStatus
+
 POLL_SECONDS = 0.5
 
 # Exit code of `recon run --wait` / `recon redo` when the run stopped to wait for a person.
@@ -47,7 +47,7 @@ async def result_or_handover(handle: WorkflowHandle, result_type: Any) -> Any | 
                     return result_type.model_validate(value)
                 return value
             description = await handle.describe()
-            if description.typed_search_attributes.get(RECON_STATUS) != "AwaitingDecision":
+            if description.typed_search_attributes.get(RECON_STATUS) != RunStatus.AWAITING_DECISION:
                 continue
             note = await _pending(handle)
             if note is not None:

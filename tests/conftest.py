@@ -23,8 +23,8 @@ import pytest_asyncio
 from temporalio.client import Client
 
 from recon.config import load_settings
-from recon.db import connect_pool, migrate
 from recon.embedded import EmbeddedPostgres, TemporalDevServer, free_port
+from recon.store.db import connect_pool, migrate
 from recon.temporal_client import connect
 from tests.helpers import ROOT
 

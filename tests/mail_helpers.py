@@ -18,8 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 from aiosmtpd.smtp import Envelope, Session
 
-from recon.db import connect_pool, migrate
 from recon.mail.smtp_sink import MaildirHandler
+from recon.store.db import connect_pool, migrate
 
 _dbs = itertools.count(1)
 

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import asyncpg
 
-from recon.keys import generation_key, redo_workflow_id
+from recon.keys import (
+    ADJUSTMENT,
+    DEBIT_NOTE,
+    MOVEMENT,
+    PARKED_INVOICE,
+    PARKED_LINE,
+    adjustment_key,
+    debit_note_key,
+    generation_key,
+    movement_key,
+    parked_item_key,
+    redo_workflow_id,
+    row_template,
+)
 
 
 async def test_python_and_sql_build_the_same_generation_keys(pool: asyncpg.Pool) -> None:
@@ -22,3 +35,27 @@ def test_redo_ids_carry_scope_and_generation() -> None:
     assert redo_workflow_id("recon-2026-10-13-ldh", None, 2) == "redo-recon-2026-10-13-ldh-g2"
     assert redo_workflow_id("recon-2026-10-13-ldh", "S042", 3) == \
         "redo-recon-2026-10-13-ldh-supplier-S042-g3"
+
+
+async def test_keys_built_per_row_in_sql_are_the_python_keys(pool: asyncpg.Pool) -> None:
+    """Set-based statements build keys with `format(row_template(...), ...)`: byte for byte the
+    keys Python builds (a workflow id with a `%` in it included)."""
+    for wf in ("recon-2026-10-13-ldh", "recon-odd-%s-100%"):
+        for invoice, line in (("INV-1", 2), ("INV-2026-00042", 12)):
+            assert await pool.fetchval(
+                "SELECT format($1, $2::text, $3::int, $4::text)",
+                row_template(ADJUSTMENT, workflow_id=wf), invoice, line, "qty",
+            ) == adjustment_key(wf, invoice, line, "qty")
+            assert await pool.fetchval(
+                "SELECT format($1, $2::text, $3::int)", row_template(MOVEMENT, workflow_id=wf),
+                invoice, line,
+            ) == movement_key(wf, invoice, line)
+            assert await pool.fetchval(
+                "SELECT format($1, $2::text, $3::int)", row_template(PARKED_LINE), invoice, line,
+            ) == parked_item_key(invoice, line)
+            assert await pool.fetchval(
+                "SELECT format($1, $2::text)", row_template(PARKED_INVOICE), invoice,
+            ) == parked_item_key(invoice)
+        assert await pool.fetchval(
+            "SELECT format($1, $2::text)", row_template(DEBIT_NOTE, workflow_id=wf), "S001",
+        ) == debit_note_key(wf, "S001")

@@ -20,13 +20,14 @@ from temporalio.client import Client
 
 from recon.documents.seed import seed_night
 from recon.embedded import free_port
+from recon.keys import debit_note_key
 from recon.mail.documents import claim_number
 from recon.mail.envelope import message_id
 from recon.mail.sender import Sender, SenderConfig
 from recon.mail.smtp_sink import MailSink
 from recon.mail.smtp_url import parse_smtp_url
 from recon.money import rupees
-from recon.outbox import Message, debit_note_key, enqueue
+from recon.store.outbox import Message, enqueue
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for
 from tests.mail_helpers import ScriptedHandler, inbox, mail_database, text_of
 

@@ -17,8 +17,9 @@ import asyncpg
 import pytest
 
 from recon.errors import KeyPayloadConflict, StaleAttempt
-from recon.fencing import scope_for, take_fence
-from recon.ledger import LedgerEntry, adjustment_key, post_entries
+from recon.keys import adjustment_key, fence_scope
+from recon.store.fences import take_fence
+from recon.store.ledger import LedgerEntry, post_entries
 
 ROUNDS = 15
 ENTRIES = 40
@@ -82,7 +83,7 @@ async def test_racing_posters_write_each_entry_exactly_once(pool: asyncpg.Pool) 
     for round_no in range(ROUNDS):
         workflow_id = f"race-{round_no}-{uuid.uuid4()}"
         entries = _entries(workflow_id)
-        fence = await take_fence(pool, scope_for(workflow_id, "ledger"))
+        fence = await take_fence(pool, fence_scope(workflow_id, "ledger"))
 
         async def poster(conn: asyncpg.Connection, batch: list[LedgerEntry], fence=fence) -> int:
             return await post_entries(conn, batch, fence)
@@ -193,9 +194,9 @@ async def test_an_earlier_attempt_of_the_same_run_cannot_take_the_fence_back(
 ) -> None:
     """A woken worker starting a superseded attempt must not take a newer token than the live
     attempt holds; a later activity of the run, or another run (reset, undo, redo), may."""
-    from recon.fencing import Holder
+    from recon.store.fences import Holder
 
-    scope = scope_for(f"fence-{uuid.uuid4()}", "ledger")
+    scope = fence_scope(f"fence-{uuid.uuid4()}", "ledger")
     live = await take_fence(pool, scope, Holder("run-1", seq=7, attempt=3))
     for stale in (Holder("run-1", 7, 2), Holder("run-1", 5, 9)):
         with pytest.raises(StaleAttempt):
@@ -209,7 +210,7 @@ async def test_an_earlier_attempt_of_the_same_run_cannot_take_the_fence_back(
 
 async def test_a_stale_fence_writes_nothing(pool: asyncpg.Pool) -> None:
     workflow_id = f"fence-{uuid.uuid4()}"
-    scope = scope_for(workflow_id, "ledger")
+    scope = fence_scope(workflow_id, "ledger")
     older = await take_fence(pool, scope)
     newer = await take_fence(pool, scope)
     assert newer.token > older.token
@@ -253,7 +254,7 @@ async def test_a_write_already_under_way_finishes_before_a_new_fence_is_taken(
     insert of one of the keys, so the old attempt's transaction stops *inside* `post_entries`,
     after its fence check and in the middle of its INSERT, for as long as we like."""
     workflow_id = f"fence-wait-{uuid.uuid4()}"
-    scope = scope_for(workflow_id, "ledger")
+    scope = fence_scope(workflow_id, "ledger")
     older = await take_fence(pool, scope)
     entries = _entries(workflow_id, 5)
     blocker = entries[2]

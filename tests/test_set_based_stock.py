@@ -1,5 +1,5 @@
 """Step 8 books stock set-based (one INSERT ... SELECT per seq range). It must write exactly the
-rows the row-by-row path (`recon.stock.move_stock`) writes, keep one movement per key through a
+rows the row-by-row path (`recon.store.stock.move_stock`) writes, keep one movement per key through a
 redo and a crash, refuse a stale fence, and fail loudly on a key holding another quantity."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from temporalio.client import Client
 
 from recon.documents.seed import seed_night
 from recon.errors import StaleAttempt, VerificationFailed
-from recon.fencing import scope_for, take_fence
-from recon.stock import (
+from recon.keys import fence_scope, movement_key
+from recon.store.fences import take_fence
+from recon.store.stock import (
     StockMovement,
     move_reconciled_range,
     move_stock,
-    movement_key,
     verify_movements,
 )
 from tests.helpers import inprocess_worker, settings_for, start
@@ -42,7 +42,7 @@ async def _row_by_row(pool: asyncpg.Pool, source_wf: str, wf: str, warehouse: st
         "INSERT INTO comparisons SELECT $2, seq, invoice_no, line_no, supplier_id, sku, "
         "invoiced_qty, received_qty, invoice_price_paise, po_price_paise "
         "FROM comparisons WHERE workflow_id = $1", source_wf, wf)
-    fence = await take_fence(pool, scope_for(wf, "stock"))
+    fence = await take_fence(pool, fence_scope(wf, "stock"))
     rows = await pool.fetch("SELECT * FROM comparisons WHERE workflow_id = $1 ORDER BY seq", wf)
     async with pool.acquire() as conn:
         for start in range(0, len(rows), 7):
@@ -85,7 +85,7 @@ async def test_a_range_is_booked_once_fenced_and_checked(pool: asyncpg.Pool) -> 
     await pool.execute(
         "INSERT INTO comparisons SELECT $1, g, 'INV-' || g, 1, 'S001', 'SKU-' || (g % 3), 4, "
         "g, 100, 100 FROM generate_series(1, 10) g", wf)
-    fence = await take_fence(pool, scope_for(wf, "stock"))
+    fence = await take_fence(pool, fence_scope(wf, "stock"))
     async with pool.acquire() as conn:
         first = await move_reconciled_range(conn, wf, warehouse, 0, 6, fence)
         again = await move_reconciled_range(conn, wf, warehouse, 3, 10, fence)
@@ -94,7 +94,7 @@ async def test_a_range_is_booked_once_fenced_and_checked(pool: asyncpg.Pool) -> 
     assert await _levels(pool, warehouse) == {"SKU-0": 3 + 6 + 9, "SKU-1": 1 + 4 + 7 + 10,
                                               "SKU-2": 2 + 5 + 8}
 
-    newer = await take_fence(pool, scope_for(wf, "stock"))
+    newer = await take_fence(pool, fence_scope(wf, "stock"))
     await pool.execute("DELETE FROM stock_movements WHERE key = $1", f"{wf}:stock:INV-10:1")
     async with pool.acquire() as conn:
         with pytest.raises(StaleAttempt):

@@ -7,21 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from recon import steps
 from recon.models import Progress, RecordedDecision
 
-STEP_TITLES: dict[str, tuple[int, str]] = {
-    "fetch_invoices": (1, "fetching invoices"),
-    "extract_lines": (2, "extracting lines"),
-    "match_orders": (3, "matching purchase orders"),
-    "read_stock": (4, "reading stock"),
-    "compare_quantities": (5, "comparing quantities and prices"),
-    "flag_mismatches": (6, "flagging mismatches"),
-    "post_adjustments": (7, "posting ledger adjustments"),
-    "update_stock": (8, "updating stock"),
-    "gate_before_debit_notes": (8, "checking the evidence before debit notes"),
-    "send_debit_notes": (9, "sending debit notes"),
-    "send_summary": (10, "sending the summary"),
-}
+STEP_TITLES: dict[str, tuple[int, str]] = {s.name: (s.number, s.title) for s in steps.TABLE}
 ANSWER = ("Answer with `recon approve RUN --decision resume|retry|undo --by NAME`, or in the Web UI "
           "send the Update `decide` with {\"decision\": \"resume\", \"by\": \"NAME\", \"note\": \"why\"}.")
 
@@ -39,7 +28,7 @@ def step_details(step: str, p: Progress) -> str:
         "post_adjustments": f": {p.mismatches:,} adjustments to post",
         "update_stock": f": after {p.ledger_posted:,} ledger entries",
     }.get(step, "")
-    head = f"step {number} of 10, {title}{what}" if number else title
+    head = f"step {number} of {steps.STEP_COUNT}, {title}{what}" if number else title
     return f"**{head}**\n\n{_figures(p)}"
 
 

@@ -7,40 +7,22 @@ are is Temporal's event history; nothing here keeps a checkpoint of its own.
 
 from __future__ import annotations
 
-import asyncio
-import math
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.extract_lines import extract_lines
-    from activities.fetch_invoices import fetch_invoices
-    from activities.handover import (
-        check_evidence,
-        park_invoices,
-        record_decision,
-        record_handover,
-        send_reminder,
-    )
-    from activities.matching import (
-        compare_quantities,
-        flag_mismatches,
-        match_orders,
-        read_stock,
-    )
-    from activities.messages import send_debit_notes, send_summary
-    from activities.post_adjustments import post_adjustments
-    from activities.update_stock import update_stock
+    from activities.handover import HandoverActivities
+    from activities.messages import MessageActivities
+    from activities.posting import PostingActivities
+    from activities.reading import ReadingActivities
+    from recon import steps
+    from recon.errors import UndoRequested
     from recon.models import (
-        DECISIONS,
-        Count,
         Decision,
-        ExtractBatch,
         GateInput,
         HandoverNote,
         HandoverRequest,
@@ -54,48 +36,32 @@ with workflow.unsafe.imports_passed_through():
         RunRequest,
         RunSummary,
         StepInput,
-        UndoRequest,
-        undo_workflow_id,
     )
-    from workflows import console
-    from workflows.policies import MODEL_TIMEOUT, READ_TIMEOUT, RETRY, WRITE_TIMEOUT
-    from workflows.undo import UndoReconciliation
-
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
-CONSOLE_PATCH = "web-ui-console-1"  # gate as ReconStep, headline and decisions in the memo
-
-# Extraction batches: at most this many activities a night (each costs the Temporal server ~20 ms
-# of CPU; 100 keep a 100,000-invoice night's engine cost near 2 s), at most EXTRACT_WAVE in flight.
-MAX_EXTRACT_ACTIVITIES = 100
-MAX_EXTRACT_ACTIVITIES_BEFORE_WINDOW = 400  # what runs started before EXTRACT_WINDOW replay with
-EXTRACT_WAVE = 16  # extraction activities in flight at once
+    from recon.run_labels import RunStatus
+    from workflows import console, display, handing_over
+    from workflows.extraction import extract_all
+    from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
+    from workflows.undo import undo_whole_run
 
 T = TypeVar("T")
 
 # Patches (workflow.patched): runs started by older code replay the way they were recorded.
 RESUME_RERUNS_STEP = "resume-reruns-failed-step"
 DECISIONS_ON_RECORD = "decisions-on-record"
-EXTRACT_WINDOW = "extract-sliding-window"  # 100 batches at most, the next starts as one finishes
-
-
-class UndoRequested(Exception):
-    """A person decided the whole run must be undone."""
-
-    def __init__(self, decision: RecordedDecision) -> None:
-        super().__init__(decision.decision)
-        self.decision = decision
 
 
 @workflow.defn
 class NightlyReconciliation:
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, req: RunRequest) -> None:
+        self._req = req
+        # whose keys this run writes under: the night (a redo writes the night's)
+        self._wf = req.redo_of or workflow.info().workflow_id
         self._progress = Progress(workflow_id="")
         self._handover: HandoverNote | None = None
         self._decision: Decision | None = None
         self._decided: list[RecordedDecision] = []
         self._ignored: list[IgnoredDecision] = []
-        self._wf = ""  # whose keys this run writes under: the night (a redo writes the night's)
 
     # ------------------------------------------------------------------ what people can see / do
     @workflow.query
@@ -115,31 +81,8 @@ class NightlyReconciliation:
         return self._ignored
 
     def _why_not(self, d: Decision) -> str | None:
-        """Why a decision cannot be taken, or None. A decision names the handover it answers:
-        one for any other handover (an old one, or one nobody has read yet) is refused."""
-        if self._handover is None:
-            if self._decided:
-                last = self._decided[-1]
-                return (f"handover #{last.handover_no} was already decided: {last.decision} "
-                        f"by {last.by}; no handover is pending now")
-            return "no handover is pending for this run"
-        pending = self._handover.handover_no
-        if d.handover_no != pending:
-            if not d.handover_no:
-                return f"say which handover you answer: --handover {pending} is pending"
-            return (f"handover #{d.handover_no} is not the pending one: #{pending} is "
-                    f"(read it with `recon handover {workflow.info().workflow_id}`)")
-        if self._decision is not None:
-            return f"handover #{pending} was already decided"
-        if d.decision not in DECISIONS:
-            return f"unknown decision {d.decision!r}: use one of {', '.join(DECISIONS)}"
-        if not d.by.strip():
-            return "say who decides (--by NAME)"
-        if d.park and d.decision == "undo":
-            return "--park goes with resume or retry: an undo reverses the whole run anyway"
-        if d.park and not d.note.strip():
-            return "say why these invoices are parked (--note REASON)"
-        return None
+        return handing_over.why_not(d, self._handover, self._decision, self._decided,
+                                    workflow.info().workflow_id)
 
     @workflow.update
     async def decide(self, d: Decision) -> str:
@@ -172,41 +115,15 @@ class NightlyReconciliation:
     # ------------------------------------------------------------------ the run
     @workflow.run
     async def run(self, req: RunRequest) -> RunSummary:
-        self._req = req
-        self._wf = req.redo_of or workflow.info().workflow_id
         try:
             return await self._forward(req)
         except UndoRequested as undo:
-            return await self._undo_whole_run(undo.decision)
-
-    async def _undo_whole_run(self, decision: RecordedDecision) -> RunSummary:
-        """A person decided the run must go: compensate everything it did (for a redo of one
-        supplier: that supplier), as a child workflow with the same id `recon undo` would use,
-        so the two can never both run."""
-        self._progress.current_step = "undo"
-        self._set_status("Undoing")
-        request = UndoRequest(
-            run_workflow_id=self._wf, supplier_id=self._req.redo_supplier,
-            reason=decision.note or f"handover #{decision.handover_no}: undo",
-            by=decision.by, heartbeat_seconds=self._req.heartbeat_seconds,
-        )
-        await workflow.execute_child_workflow(
-            UndoReconciliation.run, request, id=undo_workflow_id(request),
-        )
-        self._set_status("Undone")
-        self._progress.current_step = None
-        p = self._progress
-        self._show_finished("Undone", None)
-        return RunSummary(
-            workflow_id=self._wf, status="Undone", invoices=p.invoices, parked=p.parked,
-            mismatches=p.mismatches, ledger_posted=0, adjustment_total_paise=0,
-            stock_movements=0, debit_notes=0,
-        )
+            return await undo_whole_run(self._req, self._wf, undo.decision, self._progress)
 
     async def _forward(self, req: RunRequest) -> RunSummary:
         wf = self._wf
         self._progress = Progress(workflow_id=wf)
-        self._set_status("Running")
+        display.set_status(self._progress, RunStatus.RUNNING)
         if req.redo_of is None:
             await self._read_and_compare(req)
         post = PostInput(workflow_id=wf, warehouse=req.warehouse, batch_size=req.post_batch_size,
@@ -217,56 +134,59 @@ class NightlyReconciliation:
         )
         p = self._progress
         while True:
-            posted = await self._step(
-                "post_adjustments", lambda: self._act(post_adjustments, post, WRITE_TIMEOUT)
-            )
-            p.ledger_posted = posted.expected if posted else p.ledger_posted
-            moved = await self._step(
-                "update_stock", lambda: self._act(update_stock, post, WRITE_TIMEOUT)
-            )
-            p.stock_moved = moved.expected if moved else p.stock_moved
+            for step, activity in ((steps.POST_ADJUSTMENTS, PostingActivities.post_adjustments),
+                                   (steps.UPDATE_STOCK, PostingActivities.update_stock)):
+                result = await self._step(
+                    step.name, lambda act=activity: self._act(act, post, WRITE_TIMEOUT))
+                steps.record(p, step, result)
             if await self._gate_before_debit_notes(wf):
                 break
         notes = await self._step(
-            "send_debit_notes", lambda: self._act(send_debit_notes, outbox, WRITE_TIMEOUT)
+            steps.SEND_DEBIT_NOTES.name,
+            lambda: self._act(MessageActivities.send_debit_notes, outbox, WRITE_TIMEOUT),
         )
-        p.debit_notes = notes.count if notes else p.debit_notes
+        steps.record(p, steps.SEND_DEBIT_NOTES, notes)
         summary = await self._step(
-            "send_summary", lambda: self._act(send_summary, outbox, WRITE_TIMEOUT)
+            steps.SEND_SUMMARY.name, lambda: self._act(MessageActivities.send_summary, outbox, WRITE_TIMEOUT)
         )
-        self._set_status("Completed")
+        display.set_status(self._progress, RunStatus.COMPLETED)
         p.current_step = None
         if summary is None:  # only in histories recorded before RESUME_RERUNS_STEP
             summary = RunSummary(
-                workflow_id=wf, status="Completed", invoices=p.invoices, parked=p.parked,
+                workflow_id=wf, status=RunStatus.COMPLETED.value, invoices=p.invoices, parked=p.parked,
                 mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
                 stock_movements=p.stock_moved, debit_notes=p.debit_notes,
             )
-        self._show_finished("Completed", summary.adjustment_total_paise)
+        display.show_finished(RunStatus.COMPLETED, self._progress,
+                              summary.adjustment_total_paise)
         return summary
 
     async def _read_and_compare(self, req: RunRequest) -> None:
         """Steps 1-6: read, extract, match and compare. Nothing here writes to the business."""
         wf = self._wf
-        step = StepInput(workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse)
+        step_input = StepInput(workflow_id=wf, business_date=req.business_date,
+                               warehouse=req.warehouse)
         p = self._progress
-        fetched = await self._step("fetch_invoices", lambda: self._act(fetch_invoices, step))
-        p.invoices = fetched.count if fetched else p.invoices
-        extracted = await self._step("extract_lines", lambda: self._extract_all(wf, p.invoices))
-        if extracted:
-            p.extracted, p.parked = extracted.count, extracted.parked
-        matched = await self._step("match_orders", lambda: self._act(match_orders, step))
-        if matched:
-            p.matched, p.parked = matched.count, p.parked + matched.parked
-        await self._step("read_stock", lambda: self._act(read_stock, step))
-        await self._step("compare_quantities", lambda: self._act(compare_quantities, step))
-        flagged = await self._step("flag_mismatches", lambda: self._act(flag_mismatches, step))
-        p.mismatches = flagged.count if flagged else p.mismatches
+        read_activities = {
+            steps.FETCH_INVOICES.name: ReadingActivities.fetch_invoices,
+            steps.MATCH_ORDERS.name: ReadingActivities.match_orders,
+            steps.READ_STOCK.name: ReadingActivities.read_stock,
+            steps.COMPARE_QUANTITIES.name: ReadingActivities.compare_quantities,
+            steps.FLAG_MISMATCHES.name: ReadingActivities.flag_mismatches,
+        }
+        for step in steps.READ_AND_COMPARE:
+            if step is steps.EXTRACT_LINES:  # many activities in waves, not one
+                result = await self._step(step.name, lambda: extract_all(
+                    self._act, wf, p.invoices, self._req.extract_batch_size, self._progress))
+            else:
+                result = await self._step(
+                    step.name, lambda act=read_activities[step.name]: self._act(act, step_input))
+            steps.record(p, step, result)
 
     # ------------------------------------------------------------------ helpers
     async def _act(self, fn: Callable[..., Awaitable[T]], arg: Any,
                    timeout: timedelta = READ_TIMEOUT) -> T:
-        return await workflow.execute_activity(
+        return await workflow.execute_activity_method(
             fn, arg,
             start_to_close_timeout=timeout,
             heartbeat_timeout=timedelta(seconds=self._req.heartbeat_seconds),
@@ -274,70 +194,13 @@ class NightlyReconciliation:
             summary=console.activity_summary(getattr(fn, "__name__", ""), arg),
         )
 
-    async def _extract_all(self, wf: str, invoices: int) -> Count:
-        """Many model calls in parallel, in batches: few enough activities for any night."""
-        windowed = workflow.patched(EXTRACT_WINDOW)
-        most = MAX_EXTRACT_ACTIVITIES if windowed else MAX_EXTRACT_ACTIVITIES_BEFORE_WINDOW
-        size = max(self._req.extract_batch_size, math.ceil(invoices / most))
-        batches = [
-            ExtractBatch(workflow_id=wf, first_seq=first, last_seq=min(first + size - 1, invoices))
-            for first in range(1, invoices + 1, size)
-        ]
-        if windowed:
-            return await self._extract_windowed(batches)
-        total = Count(count=0, parked=0)
-        for start in range(0, len(batches), EXTRACT_WAVE):
-            wave = batches[start:start + EXTRACT_WAVE]
-            # Let the whole wave settle before failing: a retry must never overlap a batch that
-            # is still calling the model, or an invoice could be paid for twice.
-            results = await asyncio.gather(
-                *(self._act(extract_lines, b, MODEL_TIMEOUT) for b in wave), return_exceptions=True
-            )
-            for r in results:
-                if isinstance(r, BaseException):
-                    raise r
-            for r in results:
-                total.count += r.count
-                total.parked += r.parked
-            self._progress.extracted = total.count
-            self._show_step("extract_lines")
-        return total
-
-    async def _extract_windowed(self, batches: list[ExtractBatch]) -> Count:
-        """EXTRACT_WAVE batches in flight; the next starts as soon as one finishes (no wave
-        waits for its slowest batch). After a failure no new batch starts, and the step fails
-        only once every batch in flight has settled: a retry never overlaps a batch that is
-        still calling the model, so no invoice is paid for twice."""
-        total = Count(count=0, parked=0)
-        room = asyncio.Semaphore(EXTRACT_WAVE)  # FIFO waiters: deterministic under replay
-        failures: list[BaseException] = []
-
-        async def one(batch: ExtractBatch) -> None:
-            async with room:
-                if failures:
-                    return
-                try:
-                    done = await self._act(extract_lines, batch, MODEL_TIMEOUT)
-                except BaseException as exc:  # noqa: B036 - kept, raised after all settle
-                    failures.append(exc)
-                    return
-                total.count += done.count
-                total.parked += done.parked
-                self._progress.extracted = total.count
-                self._show_step("extract_lines")
-
-        await asyncio.gather(*(one(b) for b in batches))
-        if failures:
-            raise failures[0]
-        return total
-
     async def _step(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
         """Run one step until it is done and verified. If it fails for good, hand over and do
         what the person decides: resume and retry both run the step again (it starts after its
         last committed entry: what is live is never written twice, what is missing is never
         skipped); undo stops here. No decision accepts a failed step as it stands."""
         while True:
-            self._enter_step(name)
+            display.enter_step(self._progress, name)
             try:
                 result = await body()
             except ActivityError as err:
@@ -356,10 +219,10 @@ class NightlyReconciliation:
         """Debit notes cannot be unsent: send them only on clear evidence, else ask a person.
         True: go on to the notes. False: the ledger or stock no longer holds what the night
         calls for and the person chose to go on: post and book again first (never skip)."""
-        name = "gate_before_debit_notes"
+        name = steps.GATE.name
         while True:
-            self._enter_step(name, gate=True)
-            verdict = await self._act(check_evidence, GateInput(
+            display.enter_step(self._progress, name, gate=True)
+            verdict = await self._act(HandoverActivities.check_evidence, GateInput(
                 workflow_id=wf,
                 max_parked_invoice_ratio=self._req.max_parked_invoice_ratio,
                 max_adjustment_total_paise=self._req.max_adjustment_total_paise,
@@ -370,8 +233,7 @@ class NightlyReconciliation:
                 return True
             decision = await self._hand_over(
                 name, None, error_type="UnclearEvidence", message="; ".join(verdict.reasons),
-                next_action="send the debit notes (resume), check the evidence again (retry), "
-                "or undo the run (undo)",
+                next_action=handing_over.GATE_NEXT_ACTION,
             )
             if decision.decision == "undo":
                 raise UndoRequested(decision)
@@ -386,39 +248,30 @@ class NightlyReconciliation:
         message: str = "", next_action: str = "",
     ) -> RecordedDecision:
         if err is not None:
-            cause = err.cause
-            error_type = cause.type if isinstance(cause, ApplicationError) and cause.type else \
-                type(cause).__name__ if cause else "ActivityError"
-            message = cause.message if isinstance(cause, ApplicationError) else \
-                str(cause) if cause else str(err)
-            next_action = (
-                f"run {step} again from its last committed entry, once the cause is fixed "
-                f"(retry or resume: nothing already posted is posted twice, nothing missing is "
-                f"skipped; add --park INVOICE --note WHY to go on without named invoices), or "
-                f"undo the run (undo)"
-            )
+            error_type, message, next_action = handing_over.describe_failure(step, err)
         self._progress.handovers += 1
         number = self._progress.handovers
-        self._handover = await self._act(record_handover, HandoverRequest(
+        self._handover = await self._act(HandoverActivities.record_handover, HandoverRequest(
             workflow_id=workflow.info().workflow_id, posted_for=self._wf, handover_no=number,
             step=step, error_type=error_type or "Unknown", error_message=message[:4000],
-            attempts=self._attempts(err), next_action=next_action,
+            attempts=handing_over.attempts_of(err), next_action=next_action,
             finance_head_email=self._req.finance_head_email,
         ))
         self._decision = None
-        self._set_status("AwaitingDecision")
+        display.set_status(self._progress, RunStatus.AWAITING_DECISION)
         workflow.upsert_memo({"handover": self._handover.note})
-        self._show_waiting()
+        display.show_waiting(self._handover, self._progress)
         reminder = 0
         while True:
             try:
                 await workflow.wait_condition(
-                    lambda: self._decision is not None, timeout=self._until_next_morning()
+                    lambda: self._decision is not None, timeout=handing_over.until_next_morning(
+                        workflow.now(), self._req.reminder_utc_time)
                 )
                 break
             except TimeoutError:
                 reminder += 1
-                await self._act(send_reminder, ReminderRequest(
+                await self._act(HandoverActivities.send_reminder, ReminderRequest(
                     workflow_id=workflow.info().workflow_id, handover_no=number,
                     reminder_no=reminder, finance_head_email=self._req.finance_head_email,
                 ))
@@ -430,68 +283,15 @@ class NightlyReconciliation:
             decided_at=workflow.now().isoformat(), park=list(decision.park),
         )
         if recorded.park:
-            await self._act(park_invoices, ParkRequest(
+            await self._act(HandoverActivities.park_invoices, ParkRequest(
                 workflow_id=self._wf, handover_no=number, invoices=recorded.park,
                 by=recorded.by, reason=recorded.note,
             ))
-        await self._act(record_decision, recorded)
+        await self._act(HandoverActivities.record_decision, recorded)
         self._decided.append(recorded)
-        self._remember_decisions()
+        display.remember_decisions(self._decided)
         self._handover = None
         self._decision = None
         workflow.upsert_memo({"handover": None})
-        self._set_status("Running")
+        display.set_status(self._progress, RunStatus.RUNNING)
         return recorded
-
-    @staticmethod
-    def _attempts(err: ActivityError | None) -> int:
-        if err is None:
-            return 0
-        cause = err.cause
-        if isinstance(cause, ApplicationError) and cause.details:
-            detail = cause.details[0]
-            if isinstance(detail, dict) and "attempt" in detail:
-                return int(detail["attempt"])
-        return 1
-
-    def _until_next_morning(self) -> timedelta:
-        now = workflow.now()
-        hour, minute, second = (int(part) for part in
-                                (self._req.reminder_utc_time.split(":") + ["0", "0"])[:3])
-        morning = now.replace(hour=hour, minute=minute, second=second, microsecond=0)
-        if morning <= now:
-            morning += timedelta(days=1)
-        return morning - now
-
-    def _set_status(self, status: str) -> None:
-        self._progress.status = status
-        workflow.upsert_search_attributes([RECON_STATUS.value_set(status)])
-
-    # ------------------------------------------------------------------ the Web UI as console
-    def _show_step(self, name: str) -> None:
-        workflow.set_current_details(console.step_details(name, self._progress))
-
-    def _enter_step(self, name: str, gate: bool = False) -> None:
-        """The step people see: progress query, ReconStep, current details. The gate is a step
-        of its own in ReconStep too (newer runs only: an older history did not record it)."""
-        self._progress.current_step = name
-        if not gate or workflow.patched(CONSOLE_PATCH):
-            workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
-        self._show_step(name)
-
-    def _show_waiting(self) -> None:
-        h = self._handover
-        if h is not None:
-            workflow.set_current_details(console.waiting_details(
-                h.handover_no, h.step, h.error_type, h.error_message, self._progress))
-
-    def _remember_decisions(self) -> None:
-        """The record of decisions stays in the memo after the run moves on."""
-        if workflow.patched(CONSOLE_PATCH):
-            workflow.upsert_memo({"decisions": console.decision_record(self._decided)})
-
-    def _show_finished(self, status: str, adjustment_total_paise: int | None) -> None:
-        workflow.set_current_details(console.finished_details(status, self._progress))
-        if workflow.patched(CONSOLE_PATCH):
-            workflow.upsert_memo({"headline": console.headline(
-                status, self._progress, adjustment_total_paise)})

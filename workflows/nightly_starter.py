@@ -22,8 +22,8 @@ from temporalio.common import SearchAttributeKey, WorkflowIDReusePolicy
 from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.schedule import resolve_night
-    from recon.models import workflow_id_for
+    from activities.schedule import ScheduleActivities
+    from recon.keys import workflow_id_for
     from recon.run_labels import night_start_options
     from recon.scheduling import NightlyStart, NightToResolve, StarterOutcome
     from workflows.nightly import NightlyReconciliation
@@ -38,8 +38,8 @@ class NightlyStarter:
     async def run(self, req: NightlyStart) -> StarterOutcome:
         info = workflow.info()
         scheduled = info.typed_search_attributes.get(SCHEDULED_START) or info.start_time
-        night = await workflow.execute_activity(
-            resolve_night,
+        night = await workflow.execute_activity_method(
+            ScheduleActivities.resolve_night,
             NightToResolve(scheduled_at=scheduled.isoformat(), time_zone=req.time_zone,
                            lag_days=req.lag_days, warehouse=req.warehouse),
             start_to_close_timeout=timedelta(seconds=30),

@@ -10,22 +10,26 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from activities.undo import (
-        open_next_generation,
-        reverse_ledger_entries,
-        reverse_stock_movements,
-        withdraw_debit_notes,
+    from activities.undo import UndoActivities
+    from recon.keys import undo_workflow_id
+    from recon.models import (
+        GenerationRequest,
+        Progress,
+        RecordedDecision,
+        Reversed,
+        RunRequest,
+        RunSummary,
+        UndoRequest,
+        UndoResult,
     )
-    from recon.models import GenerationRequest, Reversed, UndoRequest, UndoResult
+    from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
+    from workflows import display
     from workflows.policies import RETRY, WRITE_TIMEOUT
 
 GENERATION_PATCH = "undo-opens-next-generation"
 
-RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
-RECON_STEP = SearchAttributeKey.for_keyword("ReconStep")
 
 
 @workflow.defn
@@ -39,28 +43,29 @@ class UndoReconciliation:
 
     @workflow.run
     async def run(self, req: UndoRequest) -> UndoResult:
-        workflow.upsert_search_attributes([RECON_STATUS.value_set("Undoing")])
+        workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDOING.value)])
         counts: dict[str, Reversed] = {}
         if workflow.patched(GENERATION_PATCH):  # undos recorded before it raised no generation
-            await workflow.execute_activity(
-                open_next_generation,
+            await workflow.execute_activity_method(
+                UndoActivities.open_next_generation,
                 GenerationRequest(run_workflow_id=req.run_workflow_id,
                                   raised_by=workflow.info().run_id),
                 start_to_close_timeout=WRITE_TIMEOUT,
                 heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
                 retry_policy=RETRY,
             )
-        for step in (withdraw_debit_notes, reverse_stock_movements, reverse_ledger_entries):
+        for step in (UndoActivities.withdraw_debit_notes, UndoActivities.reverse_stock_movements,
+                     UndoActivities.reverse_ledger_entries):
             name = step.__name__
             workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
-            counts[name] = await workflow.execute_activity(
+            counts[name] = await workflow.execute_activity_method(
                 step, req,
                 start_to_close_timeout=WRITE_TIMEOUT,
                 heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
                 retry_policy=RETRY,
             )
             self._done.append(name)
-        workflow.upsert_search_attributes([RECON_STATUS.value_set("Undone")])
+        workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDONE.value)])
         return UndoResult(
             undo_workflow_id=workflow.info().workflow_id,
             withdrawals=counts["withdraw_debit_notes"].count,
@@ -68,3 +73,29 @@ class UndoReconciliation:
             ledger_reversals=counts["reverse_ledger_entries"].count,
             reversed_paise=counts["reverse_ledger_entries"].paise,
         )
+
+
+async def undo_whole_run(req: RunRequest, night: str, decision: RecordedDecision,
+                         progress: Progress) -> RunSummary:
+    """A person decided the run must go: compensate everything it did (for a redo of one
+    supplier: that supplier), as a child workflow with the same id `recon undo` would use,
+    so the two can never both run. Called by NightlyReconciliation from its workflow code."""
+    progress.current_step = "undo"
+    display.set_status(progress, RunStatus.UNDOING)
+    request = UndoRequest(
+        run_workflow_id=night, supplier_id=req.redo_supplier,
+        reason=decision.note or f"handover #{decision.handover_no}: undo",
+        by=decision.by, heartbeat_seconds=req.heartbeat_seconds,
+    )
+    await workflow.execute_child_workflow(
+        UndoReconciliation.run, request,
+        id=undo_workflow_id(request.run_workflow_id, request.supplier_id, request.references),
+    )
+    display.set_status(progress, RunStatus.UNDONE)
+    progress.current_step = None
+    display.show_finished(RunStatus.UNDONE, progress, None)
+    return RunSummary(
+        workflow_id=night, status=RunStatus.UNDONE.value, invoices=progress.invoices,
+        parked=progress.parked, mismatches=progress.mismatches, ledger_posted=0,
+        adjustment_total_paise=0, stock_movements=0, debit_notes=0,
+    )

@@ -22,12 +22,9 @@ from pathlib import Path
 import asyncpg
 
 from recon.documents.extraction.offline import parse_document
-from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
+from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
+from recon.errors import ImportProblem, UnreadableInvoice
 from recon.store import seeding
-
-
-class ImportProblem(ValueError):
-    """The files cannot be imported as they are; one line says why."""
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,7 @@ class SeedResult:
     adjustments: list[ExpectedAdjustment] = field(default_factory=list)
 
 
-class SeedError(ValueError):
-    """The night cannot be seeded as asked; the message says why in one line."""
+from recon.errors import SeedError  # noqa: E402 - defined with every error class
 
 
 def compact_date(business_date: str) -> str:

@@ -109,7 +109,7 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
                            supplier_id: str | None = None) -> list[DebitNote]:
     """One note per supplier who billed more, in total, than the goods and prices support
     (invoices a person parked are left out; `supplier_id` limits it to one supplier)."""
-    from recon.outbox import debit_note_key
+    from recon.keys import debit_note_key
 
     by_supplier: dict[str, list[asyncpg.Record]] = {}
     for r in await debit_note_lines(conn, workflow_id, supplier_id):

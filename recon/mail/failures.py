@@ -21,8 +21,8 @@ import aiosmtplib
 import asyncpg
 
 from recon.mail.documents import claim_number, withdrawal_number
-from recon.outbox import Message, enqueue
 from recon.store import mail_handovers
+from recon.store.outbox import Message, enqueue
 
 SUPPLIER_FACING = ("debit-note", "withdrawal")
 

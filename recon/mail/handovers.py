@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from recon.errors import NotRefused  # noqa: F401 - defined with every error class
 from recon.store import mail_deliveries, mail_handovers
-
-
-class NotRefused(ValueError):
-    """The message is not one the mail server refused, so there is nothing to resend."""
 
 
 async def resend(pool: asyncpg.Pool, key: str, by: str, to: str | None, note: str) -> str:

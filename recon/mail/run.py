@@ -45,7 +45,7 @@ async def run_sender(settings: Settings, lanes: int | None = None) -> None:
         from dataclasses import replace
 
         config = replace(config, lanes=lanes)
-    from recon.db import connect_pool, migrate
+    from recon.store.db import connect_pool, migrate
 
     pool = await connect_pool(settings.database_url)
     try:

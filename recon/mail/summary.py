@@ -16,9 +16,9 @@ from recon.mail.documents import Document, claim_number, night_of, templates
 from recon.mail.report import Delivery, delivery
 from recon.model_bill import model_bill
 from recon.models import RunSummary
-from recon.run_facts import run_facts
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
 from recon.store.mail_handovers import run_handovers
+from recon.store.run_facts import run_facts
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
 from recon.config import Settings, load_settings  # noqa: E402
-from recon.db import connect_pool, migrate  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
 from recon.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.models import Decision  # noqa: E402
+from recon.store.db import connect_pool, migrate  # noqa: E402
 from recon.temporal_client import connect  # noqa: E402
 from starter import start_night  # noqa: E402
 

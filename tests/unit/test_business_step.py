@@ -131,3 +131,22 @@ async def test_a_retry_starts_from_the_last_delivered_heartbeat() -> None:
     await _env(attempt=2, heartbeat_details=[24]).run(step)
     await _env(attempt=1).run(step)
     assert seen == [24, 0]
+
+
+async def test_a_method_hands_over_after_its_own_outage_window() -> None:
+    """Activities are methods of a class that carries the worker's settings: the window is the
+    class's, not a global's (activities/resources.py)."""
+
+    class Room:
+        outage_window_seconds = 60.0
+
+        @business_step
+        async def step(self) -> None:
+            raise ConnectionResetError(104, "reset")
+
+    began = time.time() - 120  # longer than this room's 1-minute window, shorter than 30
+    env = _env(attempt=5, heartbeat_details=[3, began])
+    with pytest.raises(ApplicationError) as caught:
+        await env.run(Room().step)
+    assert caught.value.non_retryable
+    assert "longer than the 1-minute outage window" in caught.value.message

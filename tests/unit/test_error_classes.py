@@ -11,6 +11,7 @@ import openai
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
+from recon import errors
 from recon.errors import KeyPayloadConflict, StaleAttempt, VerificationFailed, classify, outage_in_words
 
 URL = "http://127.0.0.1:1/v1/chat/completions"
@@ -86,3 +87,25 @@ def test_a_timeout_is_temporary() -> None:
 
 def test_a_timeout_is_said_as_a_timeout() -> None:
     assert outage_in_words(TimeoutError("read timed out")) == "timed out"
+
+
+REFUSALS = [errors.Refused, errors.UnknownRun, errors.UndoRefused, errors.RedoRefused,
+            errors.DecisionRefused, errors.NotRefused, errors.ScheduleProblem, errors.SeedError,
+            errors.ImportProblem, errors.StackError, errors.DatabaseUnavailable,
+            errors.TemporalUnavailable]
+
+
+@pytest.mark.parametrize("cls", REFUSALS, ids=lambda c: c.__name__)
+def test_a_refusal_is_one_line_for_a_person_and_never_retried(cls: type[Exception]) -> None:
+    assert issubclass(cls, errors.Refusal), "the CLI catches Refusal once"
+    assert classify(cls("no")) == "unknown"
+
+
+def test_refusals_keep_the_builtin_base_they_always_had() -> None:
+    assert issubclass(errors.UnknownRun, LookupError)
+    assert issubclass(errors.ScheduleProblem, LookupError)
+    for cls in (errors.UndoRefused, errors.RedoRefused, errors.DecisionRefused,
+                errors.NotRefused, errors.SeedError, errors.ImportProblem):
+        assert issubclass(cls, ValueError)
+    for cls in (errors.StackError, errors.DatabaseUnavailable, errors.TemporalUnavailable):
+        assert issubclass(cls, RuntimeError)

@@ -8,11 +8,28 @@ import itertools
 
 import pytest
 
-from recon.keys import generation_key, redo_workflow_id
-from recon.ledger import adjustment_key
-from recon.models import UndoRequest, undo_workflow_id, workflow_id_for
-from recon.outbox import debit_note_key, summary_key
-from recon.stock import movement_key
+from recon.keys import (
+    ADJUSTMENT,
+    MOVEMENT,
+    PARKED_LINE,
+    adjustment_key,
+    debit_note_key,
+    extract_fence_store,
+    fence_scope,
+    generation_key,
+    handover_key,
+    movement_key,
+    parked_item_key,
+    redo_workflow_id,
+    reminder_key,
+    row_template,
+    scoped_summary_key,
+    summary_key,
+    undo_key,
+    withdrawal_key,
+    workflow_id_for,
+)
+from recon.models import UndoRequest, undo_workflow_id
 
 WF = "recon-2026-10-13-ldh"
 
@@ -76,3 +93,25 @@ def test_the_same_undo_is_the_same_workflow() -> None:
     assert undo_workflow_id(refs) == undo_workflow_id(same_refs), "order and repeats do not matter"
     assert undo_workflow_id(refs).startswith(f"undo-{WF}-refs-")
     assert len({undo_workflow_id(r) for r in (whole, supplier, refs)}) == 3
+
+
+def test_the_other_key_shapes_are_as_they_always_were() -> None:
+    assert handover_key(WF, 3) == f"{WF}:handover:3"
+    assert reminder_key(WF, 3, 2) == f"{WF}:handover:3:reminder:2"
+    assert parked_item_key("INV-1") == "invoice:INV-1"
+    assert parked_item_key("INV-1", 4) == "line:INV-1:4"
+    assert fence_scope(WF, "ledger") == f"{WF}:ledger"
+    assert fence_scope(WF, extract_fence_store(51, 100)) == f"{WF}:extract:51-100"
+    assert undo_key(f"{WF}:INV-1:2:qty") == f"undo:{WF}:INV-1:2:qty"
+    note = debit_note_key(WF, "S001")
+    assert withdrawal_key(note) == f"undo:{note}"
+    assert withdrawal_key(note, ("b", "a")) == withdrawal_key(note, ["a", "b"])
+    assert withdrawal_key(note, ("a",)).startswith(f"undo:{note}:refs-")
+    assert scoped_summary_key(summary_key(WF), None) == f"{WF}:summary"
+    assert scoped_summary_key(generation_key(summary_key(WF), 2), "S9") == f"{WF}:summary:g2:S9"
+
+
+def test_a_row_template_is_the_shape_with_the_fixed_fields_filled_in() -> None:
+    assert row_template(MOVEMENT, workflow_id=WF) == f"{WF}:stock:%s:%s"
+    assert row_template(ADJUSTMENT, workflow_id="a%b") == "a%%b:%s:%s:%s"
+    assert row_template(PARKED_LINE) == "line:%s:%s"

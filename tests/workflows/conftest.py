@@ -17,9 +17,9 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from recon.config import load_settings
+from recon.run_labels import RECON_STATUS, RECON_STEP
 from recon.temporal_client import connect
 from tests.workflows.standins import standin_worker
-from workflows.nightly import RECON_STATUS, RECON_STEP
 
 FAST_SERVER = [
     "--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",

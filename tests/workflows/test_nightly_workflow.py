@@ -12,8 +12,9 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from recon.models import STEPS, Decision, GateVerdict, HandoverNote, UndoResult
+from recon.run_labels import RECON_STATUS
 from tests.workflows.standins import MISMATCHES, StandIns, night_with_standins, period_locked
-from workflows.nightly import RECON_STATUS, NightlyReconciliation
+from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation
 
 READS = STEPS[:6]

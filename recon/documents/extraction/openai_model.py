@@ -29,10 +29,6 @@ SYSTEM_PROMPT = (
 )
 
 
-class ModelRefused(Exception):
-    """The model declined to answer: permanent for this invoice."""
-
-
 @dataclass(frozen=True)
 class Prepared:
     """One request, as text to record before it is sent and as messages to send."""

@@ -35,10 +35,6 @@ class ExtractedInvoice(BaseModel):
         return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
 
 
-class UnreadableInvoice(Exception):
-    """Permanent for this one invoice: nobody can read it as it stands. The run parks it."""
+from recon.errors import UnreadableInvoice  # noqa: E402 - defined with every error class
 
-    def __init__(self, reason: str, evidence: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.evidence = evidence
+__all__ = ["UnreadableInvoice"]

@@ -1,4 +1,5 @@
-"""Steps 3-6: match lines to purchase orders, snapshot received stock, compare, flag mismatches.
+"""Steps 3-6 in SQL: match lines to purchase orders, snapshot received stock, compare, flag
+mismatches; and the reads of the comparisons the later steps walk.
 
 All four are set-based SQL over the run's working set, keyed by workflow id. Each is written so
 that running it again (retry, reset, resume) finds its rows there and adds nothing.
@@ -7,44 +8,32 @@ that running it again (retry, reset, resume) finds its rows there and adds nothi
 from __future__ import annotations
 
 import asyncpg
-from temporalio import activity
 
-from activities import resources
-from activities.step import business_step
-from recon.models import Count, StepInput
-from recon.store.statistics import refresh_statistics
+from recon.keys import ADJUSTMENT, PARKED_LINE, row_template
+from recon.store.db import lock_run
 
 
-async def _locked(conn: asyncpg.Connection, workflow_id: str) -> None:
-    """One writer per run's working set at a time (racing attempts queue here)."""
-    await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", workflow_id)
-
-
-async def _fill_once(workflow_id: str, table: str, insert: str) -> Count:
+async def _fill_once(pool: asyncpg.Pool, workflow_id: str, table: str, insert: str,
+                     *params: object) -> int:
     """Fill the run's rows of `table` in one transaction, unless an earlier attempt already did:
-    the rows are a function of the run's saved inputs, so the first complete fill stands. The
-    next steps then plan on statistics that know the night's rows (recon/store/statistics.py)."""
+    the rows are a function of the run's saved inputs, so the first complete fill stands.
+    `insert` takes ($1 workflow_id, then `params`)."""
     count = f"SELECT count(*) FROM {table} WHERE workflow_id = $1"
-    async with resources.pool().acquire() as conn:
-        async with conn.transaction():
-            await _locked(conn, workflow_id)
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_run(conn, workflow_id)
+        have = await conn.fetchval(count, workflow_id)
+        if not have:
+            await conn.execute(insert, workflow_id, *params)
             have = await conn.fetchval(count, workflow_id)
-            if not have:
-                await conn.execute(insert, workflow_id)
-                have = await conn.fetchval(count, workflow_id)
-        await refresh_statistics(conn, table)
-    return Count(count=int(have))
+    return int(have)
 
 
-@activity.defn(name="match_orders")
-@business_step
-async def match_orders(step: StepInput) -> Count:
-    """Step 3. A line whose PO does not exist, is another supplier's, or lacks the SKU is parked;
-    so is a second line billing a PO line that another line of this run already billed."""
-    # The extraction filled these in many small transactions: plan on what they hold now.
-    await refresh_statistics(resources.pool(), "invoice_lines", "extractions")
-    async with resources.pool().acquire() as conn, conn.transaction():
-        await _locked(conn, step.workflow_id)
+async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
+    """Step 3: (lines matched, lines parked). A line whose PO does not exist, is another
+    supplier's, or lacks the SKU is parked; so is a second line billing a PO line that another
+    line of this run already billed."""
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_run(conn, workflow_id)
         await conn.execute(
             """
             WITH candidates AS (
@@ -61,12 +50,12 @@ async def match_orders(step: StepInput) -> Count:
             FROM candidates WHERE nth = 1
             ON CONFLICT DO NOTHING
             """,
-            step.workflow_id,
+            workflow_id,
         )
         await conn.execute(
             """
             INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, line_no, reason, evidence)
-            SELECT l.workflow_id, 'line:' || l.invoice_no || ':' || l.line_no, 'match_orders',
+            SELECT l.workflow_id, format($2, l.invoice_no, l.line_no), 'match_orders',
                    l.invoice_no, l.line_no,
                    CASE
                      WHEN l.po_number IS NULL THEN 'invoice names no purchase order'
@@ -86,31 +75,28 @@ async def match_orders(step: StepInput) -> Count:
                               AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no)
             ON CONFLICT DO NOTHING
             """,
-            step.workflow_id,
+            workflow_id, row_template(PARKED_LINE),
         )
         matched = await conn.fetchval(
-            "SELECT count(*) FROM line_matches WHERE workflow_id = $1", step.workflow_id
+            "SELECT count(*) FROM line_matches WHERE workflow_id = $1", workflow_id
         )
         parked = await conn.fetchval(
             "SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = 'match_orders'",
-            step.workflow_id,
+            workflow_id,
         )
-    await refresh_statistics(resources.pool(), "line_matches")
-    return Count(count=int(matched), parked=int(parked))
+    return int(matched), int(parked)
 
 
-@activity.defn(name="read_stock")
-@business_step
-async def read_stock(step: StepInput) -> Count:
-    """Step 4. Receipts keep arriving during the night; the run compares against the snapshot it
-    took first, so a resume never re-reads a different picture."""
-    async with resources.pool().acquire() as conn, conn.transaction():
-        await _locked(conn, step.workflow_id)
+async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str) -> int:
+    """Step 4: the snapshot of received stock the run compares against, taken once; returns
+    its lines."""
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_run(conn, workflow_id)
         taken = await conn.fetchval(
-            "SELECT lines FROM stock_snapshot_taken WHERE workflow_id = $1", step.workflow_id
+            "SELECT lines FROM stock_snapshot_taken WHERE workflow_id = $1", workflow_id
         )
         if taken is not None:
-            return Count(count=int(taken))
+            return int(taken)
         lines = await conn.fetchval(
             """
             WITH snap AS (
@@ -124,24 +110,22 @@ async def read_stock(step: StepInput) -> Count:
             )
             SELECT count(*) FROM snap
             """,
-            step.workflow_id,
-            step.warehouse,
+            workflow_id,
+            warehouse,
         )
         await conn.execute(
             "INSERT INTO stock_snapshot_taken (workflow_id, lines) VALUES ($1, $2)",
-            step.workflow_id,
+            workflow_id,
             lines,
         )
-    await refresh_statistics(resources.pool(), "stock_snapshots")
-    return Count(count=int(lines))
+    return int(lines)
 
 
-@activity.defn(name="compare_quantities")
-@business_step
-async def compare_quantities(step: StepInput) -> Count:
-    """Step 5. One comparison per matched line: invoiced vs received quantity, invoice vs PO price."""
+async def compare_quantities(pool: asyncpg.Pool, workflow_id: str) -> int:
+    """Step 5: one comparison per matched line, invoiced vs received quantity, invoice vs PO
+    price; returns the run's comparisons."""
     return await _fill_once(
-        step.workflow_id, "comparisons",
+        pool, workflow_id, "comparisons",
         """
             INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
                                      invoiced_qty, received_qty, invoice_price_paise, po_price_paise)
@@ -158,14 +142,10 @@ async def compare_quantities(step: StepInput) -> Count:
     )
 
 
-@activity.defn(name="flag_mismatches")
-@business_step
-async def flag_mismatches(step: StepInput) -> Count:
-    """Step 6. Billed for more than arrived: a `qty` adjustment of the missing units at the
-    invoice price. Billed above the PO price: a `price` adjustment on the units that arrived.
-    Billed for less is flagged too, with a negative amount. Each gets its ledger key here."""
+async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str) -> int:
+    """Step 6: the run's mismatches, each with its ledger key."""
     return await _fill_once(
-        step.workflow_id, "mismatches",
+        pool, workflow_id, "mismatches",
         """
             WITH found AS (
                 SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
@@ -183,8 +163,16 @@ async def flag_mismatches(step: StepInput) -> Count:
             INSERT INTO mismatches (workflow_id, seq, reference, invoice_no, line_no, supplier_id,
                                     kind, amount_paise, detail)
             SELECT $1, row_number() OVER (ORDER BY invoice_no, line_no, kind),
-                   $1 || ':' || invoice_no || ':' || line_no || ':' || kind,
+                   format($2, invoice_no, line_no, kind),
                    invoice_no, line_no, supplier_id, kind, amount, detail
             FROM found WHERE amount <> 0
         """,
+        row_template(ADJUSTMENT, workflow_id=workflow_id),
+    )
+
+
+async def last_comparison_seq(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
+    """Where step 8's walk over the run's comparisons ends."""
+    return await conn.fetchval(
+        "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id
     )

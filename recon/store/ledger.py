@@ -13,7 +13,7 @@ import asyncpg
 
 from recon import failpoints
 from recon.errors import KeyPayloadConflict, VerificationFailed
-from recon.fencing import Fence
+from recon.store.fences import Fence
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,6 @@ class LedgerEntry:
     amount_paise: int
     memo: str = ""
     reverses: str | None = None
-
-
-def adjustment_key(workflow_id: str, invoice_no: str, line_no: int, kind: str) -> str:
-    return f"{workflow_id}:{invoice_no}:{line_no}:{kind}"
 
 
 _INSERT = """
@@ -91,6 +87,29 @@ async def post_entries(
                     f"({len(different)} such key(s))"
                 )
     return len(inserted)
+
+
+# $4 the generation new entries go under, $5 the supplier in scope (NULL: all). A mismatch that
+# already has a live entry in any generation is left alone: a reset that undid nothing posts
+# nothing, and a redo after an undo posts exactly what was reversed, under fresh keys.
+_NEXT = """
+SELECT m.seq, recon_key(m.reference, $4) AS reference, m.invoice_no, m.supplier_id, m.line_no,
+       m.kind, m.amount_paise, m.detail,
+       EXISTS (SELECT 1 FROM generate_series(1, $4) AS gen
+               JOIN live_ledger_entries l ON l.reference = recon_key(m.reference, gen)) AS live
+FROM open_mismatches m
+WHERE m.workflow_id = $1 AND m.seq > $2 AND ($5::text IS NULL OR m.supplier_id = $5)
+ORDER BY m.seq LIMIT $3
+"""
+
+
+async def next_to_post(
+    conn: asyncpg.Connection, workflow_id: str, after_seq: int, limit: int, generation: int,
+    supplier_id: str | None,
+) -> list[asyncpg.Record]:
+    """Step 7's next batch of open mismatches after `after_seq`, in `seq` order, each with the
+    key it posts under in `generation` and whether it is live already (then it is skipped)."""
+    return await conn.fetch(_NEXT, workflow_id, after_seq, limit, generation, supplier_id)
 
 
 _VERIFY = """

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncpg
 
 from recon.models import RunSummary
+from recon.run_labels import RunStatus
 
 _FACTS = """
 SELECT
@@ -27,7 +28,7 @@ async def run_facts(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) -
     row = await conn.fetchrow(_FACTS, workflow_id)
     return RunSummary(
         workflow_id=workflow_id,
-        status="Running",
+        status=RunStatus.RUNNING.value,
         invoices=row["invoices"],
         parked=row["parked"],
         mismatches=row["mismatches"],

@@ -1,4 +1,5 @@
-"""Connections and migrations. Postgres is the system of record for every business write."""
+"""Connections, migrations and the few statements about a connection itself (locks, commit
+mode). Postgres is the system of record for every business write."""
 
 from __future__ import annotations
 
@@ -6,11 +7,9 @@ from importlib import resources
 
 import asyncpg
 
+from recon.errors import DatabaseUnavailable
+
 MIGRATION_LOCK = 0x7265636F6E  # "recon": one migrator at a time, across processes
-
-
-class DatabaseUnavailable(RuntimeError):
-    """Postgres cannot be reached: a one-line reason for the CLI, a temporary error for a step."""
 
 
 async def connect_pool(
@@ -46,7 +45,7 @@ def redact(url: str) -> str:
 
 
 def _migrations() -> list[tuple[str, str]]:
-    folder = resources.files("recon") / "migrations"
+    folder = resources.files("recon.store") / "migrations"
     files = sorted(p for p in folder.iterdir() if p.name.endswith(".sql"))
     return [(p.name.removesuffix(".sql"), p.read_text()) for p in files]
 
@@ -74,3 +73,16 @@ async def migrate(pool: asyncpg.Pool) -> list[str]:
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
     return applied
+
+
+async def lock_run(conn: asyncpg.Connection, workflow_id: str) -> None:
+    """One writer per run's working set at a time (racing attempts queue here); call inside the
+    transaction that fills the run's rows, the lock ends with it."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", workflow_id)
+
+
+async def commit_asynchronously(conn: asyncpg.Connection) -> None:
+    """Inside a transaction: its commit does not wait for the disk. A worker crash cannot lose a
+    commit; only a Postgres crash can lose the last fraction of a second, so use it only where
+    the work lost is redone for free."""
+    await conn.execute("SET LOCAL synchronous_commit = off")

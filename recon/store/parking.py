@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from recon.keys import parked_item_key
+
 
 async def park(
     conn: asyncpg.Connection,
@@ -14,7 +16,7 @@ async def park(
     evidence: str = "",
     line_no: int | None = None,
 ) -> None:
-    item_key = f"invoice:{invoice_no}" if line_no is None else f"line:{invoice_no}:{line_no}"
+    item_key = parked_item_key(invoice_no, line_no)
     await conn.execute(
         """
         INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, line_no, reason, evidence)

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 import asyncpg
 
 from recon.errors import KeyPayloadConflict, StaleAttempt, VerificationFailed
-from recon.fencing import Fence
+from recon.keys import MOVEMENT, row_template
+from recon.store.fences import Fence
+
+
+def _movement_keys(workflow_id: str) -> str:
+    """The run's movement key shape as a `format()` template: `format(t, invoice_no, line_no)`
+    in SQL is `keys.movement_key` in Python (docs/design.md §1)."""
+    return row_template(MOVEMENT, workflow_id=workflow_id)
 
 
 @dataclass(frozen=True)
@@ -26,10 +33,6 @@ class StockMovement:
     line_no: int | None
     note: str
     reverses: str | None = None
-
-
-def movement_key(workflow_id: str, invoice_no: str, line_no: int) -> str:
-    return f"{workflow_id}:stock:{invoice_no}:{line_no}"
 
 
 _MOVE = """
@@ -89,7 +92,7 @@ async def move_stock(
 _VERIFY = """
 WITH g AS (SELECT recon_generation($1) AS n),
 c AS (
-    SELECT $1 || ':stock:' || c.invoice_no || ':' || c.line_no AS base, c.received_qty
+    SELECT format($3, c.invoice_no, c.line_no) AS base, c.received_qty
     FROM open_comparisons c
     WHERE c.workflow_id = $1 AND ($2::text IS NULL OR c.supplier_id = $2)
 ),
@@ -116,7 +119,7 @@ SELECT count(*) AS expected,
        0 AS doubled,
        count(*) FILTER (WHERE m.qty <> c.received_qty) AS different
 FROM open_comparisons c
-LEFT JOIN stock_movements m ON m.key = $1 || ':stock:' || c.invoice_no || ':' || c.line_no
+LEFT JOIN stock_movements m ON m.key = format($3, c.invoice_no, c.line_no)
 WHERE c.workflow_id = $1 AND ($2::text IS NULL OR c.supplier_id = $2)
 """
 
@@ -125,10 +128,10 @@ async def verify_movements(
     conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
 ) -> int:
     """Every open reconciled line has exactly one live movement (not reversed) of its quantity."""
-    from recon.ledger import ever_undone
+    from recon.store.ledger import ever_undone
 
     query = _VERIFY if await ever_undone(conn, workflow_id) else _VERIFY_NEVER_UNDONE
-    row = await conn.fetchrow(query, workflow_id, supplier_id)
+    row = await conn.fetchrow(query, workflow_id, supplier_id, _movement_keys(workflow_id))
     if row["missing"] or row["different"] or row["doubled"]:
         raise VerificationFailed(
             f"stock check for {workflow_id}"
@@ -151,7 +154,7 @@ WITH fence AS (
 ), wanted AS (
     -- Open lines (not parked by a decision) in scope ($8 supplier or NULL) that have no live
     -- movement in any generation, booked under the current generation's key ($7).
-    SELECT recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no, $7) AS key, c.sku,
+    SELECT recon_key(format($10, c.invoice_no, c.line_no), $7) AS key, c.sku,
            c.received_qty, c.supplier_id, c.invoice_no, c.line_no
     FROM open_comparisons c
     WHERE c.workflow_id = $1 AND c.seq > $2 AND c.seq <= $3
@@ -159,7 +162,7 @@ WITH fence AS (
       AND (NOT $9::bool OR NOT EXISTS (
           SELECT 1 FROM generate_series(1, $7) AS gen
           JOIN live_stock_movements l
-            ON l.key = recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no, gen)))
+            ON l.key = recon_key(format($10, c.invoice_no, c.line_no), gen)))
 ), moved AS (
     INSERT INTO stock_movements
         (key, workflow_id, warehouse, sku, qty, supplier_id, invoice_no, line_no, note, reverses,
@@ -183,7 +186,7 @@ SELECT (SELECT count(*) FROM fence) AS fenced, (SELECT count(*) FROM wanted) AS 
 _DIFFERENT_IN_RANGE = """
 SELECT m.key, m.qty, c.received_qty AS wanted
 FROM comparisons c
-JOIN stock_movements m ON m.key = recon_key($1 || ':stock:' || c.invoice_no || ':' || c.line_no, $5)
+JOIN stock_movements m ON m.key = recon_key(format($6, c.invoice_no, c.line_no), $5)
 WHERE c.workflow_id = $1 AND c.seq > $2 AND c.seq <= $3
   AND (m.qty <> c.received_qty OR m.sku <> c.sku OR m.warehouse <> $4)
 LIMIT 1
@@ -205,13 +208,14 @@ async def move_reconciled_range(
     quantity is a bug and fails loudly, as in `move_stock`."""
     async with conn.transaction():
         row = await conn.fetchrow(_MOVE_RANGE, workflow_id, after_seq, last_seq, warehouse,
-                                  fence.scope, fence.token, generation, supplier_id, undone)
+                                  fence.scope, fence.token, generation, supplier_id, undone,
+                                  _movement_keys(workflow_id))
         if not row["fenced"]:
             await fence.check(conn)  # raises StaleAttempt with the newest token in its message
             raise StaleAttempt(f"fencing token {fence.token} for {fence.scope} was refused")
         if row["inserted"] < row["wanted"]:
             different = await conn.fetchrow(_DIFFERENT_IN_RANGE, workflow_id, after_seq, last_seq,
-                                            warehouse, generation)
+                                            warehouse, generation, _movement_keys(workflow_id))
             if different:
                 raise KeyPayloadConflict(
                     f"stock key {different['key']} already moved {different['qty']}, "

@@ -15,10 +15,6 @@ import asyncpg
 from recon.errors import StaleAttempt
 
 
-def scope_for(workflow_id: str, store: str) -> str:
-    return f"{workflow_id}:{store}"
-
-
 @dataclass(frozen=True)
 class Fence:
     scope: str

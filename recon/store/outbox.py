@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import asyncpg
 
 from recon.errors import KeyPayloadConflict, VerificationFailed
-from recon.fencing import Fence
+from recon.keys import DEBIT_NOTE, debit_note_key, row_template
+from recon.store.fences import Fence
 
 
 @dataclass(frozen=True)
@@ -24,14 +25,6 @@ class Message:
     amount_paise: int | None = None
     reverses: str | None = None
     body_html: str | None = None  # an HTML alternative to `body` (the summary has one)
-
-
-def debit_note_key(workflow_id: str, supplier_id: str) -> str:
-    return f"{workflow_id}:debit-note:{supplier_id}"
-
-
-def summary_key(workflow_id: str) -> str:
-    return f"{workflow_id}:summary"
 
 
 async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | None = None) -> bool:
@@ -67,9 +60,9 @@ async def has_live_note(
 ) -> bool:
     """A debit note for this supplier in any generation that no whole withdrawal cancelled."""
     return bool(await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM generate_series(1, $3) AS gen"
-        " JOIN live_debit_notes n ON n.key = recon_key($1 || ':debit-note:' || $2, gen))",
-        workflow_id, supplier_id, generation,
+        "SELECT EXISTS (SELECT 1 FROM generate_series(1, $2) AS gen"
+        " JOIN live_debit_notes n ON n.key = recon_key($1, gen))",
+        debit_note_key(workflow_id, supplier_id), generation,
     ))
 
 
@@ -90,7 +83,7 @@ async def verify_debit_notes(
                    count(*) FILTER (WHERE n.amount_paise <> o.total) AS different
             FROM owed o CROSS JOIN g CROSS JOIN LATERAL generate_series(1, g.n) AS gen
             LEFT JOIN live_debit_notes n
-                   ON n.key = recon_key($1 || ':debit-note:' || o.supplier_id, gen)
+                   ON n.key = recon_key(format($3, o.supplier_id), gen)
             GROUP BY o.supplier_id
         )
         SELECT (SELECT count(*) FROM owed) AS expected,
@@ -98,7 +91,7 @@ async def verify_debit_notes(
                (SELECT count(*) FROM live WHERE n > 1) AS doubled,
                (SELECT count(*) FROM live WHERE different > 0) AS different
         """,
-        workflow_id, supplier_id,
+        workflow_id, supplier_id, row_template(DEBIT_NOTE, workflow_id=workflow_id),
     )
     if row["missing"] or row["doubled"] or row["different"]:
         raise VerificationFailed(

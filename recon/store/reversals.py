@@ -4,21 +4,17 @@ reversal per original, so however often an undo runs, or whichever scopes overla
 is reversed at most once.
 
 The plan (what is still to reverse in a scope) is one query per store, used both by
-`recon undo --dry-run` and by the undo workflow's activities.
+`recon undo --dry-run` and by the undo workflow's activities. The redo's plan (what an undo left
+to post again) is here too: it is the undo read the other way round.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import asyncpg
 
-UNDO_PREFIX = "undo"
-
-
-def undo_key(original: str) -> str:
-    return f"{UNDO_PREFIX}:{original}"
+from recon.keys import MOVEMENT, row_template, undo_key, withdrawal_key
 
 
 @dataclass(frozen=True)
@@ -83,13 +79,16 @@ class UndoPlan:
         return not (self.ledger or self.stock or self.notes)
 
 
-def withdrawal_key(note_key: str, scope: Scope) -> str:
-    """A whole-note withdrawal is `undo:{note}`; a partial one (a list of references) names
-    which references it withdraws, so a later, different partial undo gets its own note."""
-    if not scope.references:
-        return undo_key(note_key)
-    digest = hashlib.sha256("\n".join(sorted(scope.references)).encode()).hexdigest()[:10]
-    return f"{undo_key(note_key)}:refs-{digest}"
+async def reversed_paise(conn: asyncpg.Connection | asyncpg.Pool, scope: Scope) -> int:
+    """What the reversals of the scope's originals add up to, as a positive amount: every
+    reversal on record, whichever undo wrote it."""
+    return int(await conn.fetchval(
+        "SELECT coalesce(-sum(r.amount_paise), 0)::bigint FROM ledger_entries r"
+        " JOIN ledger_entries o ON o.reference = r.reverses"
+        " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
+        " AND ($3::text[] IS NULL OR o.reference = ANY($3))",
+        *scope.params(),
+    ))
 
 
 async def plan_undo(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -> UndoPlan:
@@ -98,7 +97,7 @@ async def plan_undo(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -> Un
     pending_notes = []
     for note in notes:
         done = await conn.fetchval(
-            "SELECT 1 FROM outbox WHERE key = $1", withdrawal_key(note["key"], scope)
+            "SELECT 1 FROM outbox WHERE key = $1", withdrawal_key(note["key"], scope.references)
         )
         whole_done = await conn.fetchval(
             "SELECT 1 FROM outbox WHERE key = $1", undo_key(note["key"])
@@ -110,3 +109,42 @@ async def plan_undo(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -> Un
         stock=list(await conn.fetch(_STOCK, *params)),
         notes=pending_notes,
     )
+
+
+# What is still to post again in scope: open mismatches with no live entry in any generation,
+# open lines with no live stock movement, suppliers owed a note with no live note.
+_TO_REDO = """
+WITH g AS (SELECT recon_generation($1) AS n)
+SELECT
+  (SELECT count(*) FROM open_mismatches m, g
+    WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
+      AND NOT EXISTS (SELECT 1 FROM generate_series(1, g.n) AS gen
+                      JOIN live_ledger_entries l ON l.reference = recon_key(m.reference, gen)))
+      AS ledger,
+  (SELECT count(*) FROM open_comparisons c, g
+    WHERE c.workflow_id = $1 AND ($2::text IS NULL OR c.supplier_id = $2)
+      AND NOT EXISTS (SELECT 1 FROM generate_series(1, g.n) AS gen
+                      JOIN live_stock_movements s
+                        ON s.key = recon_key(format($3, c.invoice_no, c.line_no),
+                                             gen))) AS stock,
+  (SELECT n FROM g) AS generation,
+  (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS flagged,
+  (SELECT count(*) FROM comparisons WHERE workflow_id = $1) AS compared
+"""
+
+
+async def to_redo(conn: asyncpg.Pool | asyncpg.Connection, run: str,
+                  supplier_id: str | None) -> asyncpg.Record:
+    """ledger, stock (rows a redo would post again), generation, flagged, compared."""
+    return await conn.fetchrow(_TO_REDO, run, supplier_id,
+                               row_template(MOVEMENT, workflow_id=run))
+
+
+async def supplier_in_night(conn: asyncpg.Pool | asyncpg.Connection, run: str,
+                            supplier_id: str) -> bool:
+    """Did the night flag or compare anything of this supplier?"""
+    return bool(await conn.fetchval(
+        "SELECT 1 FROM mismatches WHERE workflow_id = $1 AND supplier_id = $2"
+        " UNION ALL SELECT 1 FROM comparisons WHERE workflow_id = $1 AND supplier_id = $2",
+        run, supplier_id,
+    ))

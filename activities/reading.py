@@ -1,0 +1,69 @@
+"""Steps 1 and 3-6: read the night's invoices into the run's working set, match lines to
+purchase orders, snapshot received stock, compare, flag mismatches. Nothing here writes to the
+business; every statement is in recon/store (invoices, matching) and fills the run's rows once.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from temporalio import activity
+
+from activities.resources import Room
+from activities.step import business_step
+from recon.models import Count, StepInput
+from recon.store import invoices, matching
+from recon.store.statistics import refresh_statistics
+
+
+class ReadingActivities(Room):
+    """Steps 1 and 3-6."""
+
+    @activity.defn(name="fetch_invoices")
+    @business_step
+    async def fetch_invoices(self, step: StepInput) -> Count:
+        """Step 1: the working set is fixed once, so a retry or a reset reads nothing again."""
+        have = await invoices.copy_night(self.pool, step.workflow_id,
+                                         date.fromisoformat(step.business_date), step.warehouse)
+        # Every step after this one reads the night by seq range or joins it whole: each filling
+        # step refreshes the planner's statistics of what it filled (recon/store/statistics.py).
+        await refresh_statistics(self.pool, "run_invoices")
+        activity.logger.info("fetched %s invoices for %s", have, step.workflow_id)
+        return Count(count=have)
+
+    @activity.defn(name="match_orders")
+    @business_step
+    async def match_orders(self, step: StepInput) -> Count:
+        """Step 3. Lines that match no purchase order are parked, the others go on."""
+        # The extraction filled these in many small transactions: plan on what they hold now.
+        await refresh_statistics(self.pool, "invoice_lines", "extractions", "parked_items")
+        matched, parked = await matching.match_orders(self.pool, step.workflow_id)
+        await refresh_statistics(self.pool, "line_matches", "parked_items")
+        return Count(count=matched, parked=parked)
+
+    @activity.defn(name="read_stock")
+    @business_step
+    async def read_stock(self, step: StepInput) -> Count:
+        """Step 4. Receipts keep arriving during the night; the run compares against the snapshot it
+        took first, so a resume never re-reads a different picture."""
+        lines = await matching.read_stock(self.pool, step.workflow_id, step.warehouse)
+        await refresh_statistics(self.pool, "stock_snapshots")
+        return Count(count=lines)
+
+    @activity.defn(name="compare_quantities")
+    @business_step
+    async def compare_quantities(self, step: StepInput) -> Count:
+        """Step 5. One comparison per matched line: invoiced vs received quantity, invoice vs PO price."""
+        compared = await matching.compare_quantities(self.pool, step.workflow_id)
+        await refresh_statistics(self.pool, "comparisons")
+        return Count(count=compared)
+
+    @activity.defn(name="flag_mismatches")
+    @business_step
+    async def flag_mismatches(self, step: StepInput) -> Count:
+        """Step 6. Billed for more than arrived: a `qty` adjustment of the missing units at the
+        invoice price. Billed above the PO price: a `price` adjustment on the units that arrived.
+        Billed for less is flagged too, with a negative amount. Each gets its ledger key here."""
+        flagged = await matching.flag_mismatches(self.pool, step.workflow_id)
+        await refresh_statistics(self.pool, "mismatches")
+        return Count(count=flagged)

@@ -1,0 +1,168 @@
+"""Commands where people decide: `recon handovers`, `handover`, `approve`, `redo`, `mail`,
+`undo`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from recon.cli.common import checked_run_id, console, database, temporal, user_errors
+from recon.cli.runs import wait_for
+from recon.config import load_settings
+from recon.errors import Refused
+
+
+@user_errors
+def handovers() -> None:
+    """Runs waiting for a person's decision."""
+
+    from recon.mail.handovers import open_handovers
+    from recon.store.handovers import waiting
+
+    async def go():
+        async with database() as pool:
+            return await waiting(pool), await open_handovers(pool)
+
+    rows, mail_rows = asyncio.run(go())
+    if not rows and not mail_rows:
+        console.print("no run is waiting for a decision")
+        return
+    table = Table(title="Runs awaiting a decision")
+    for column in ("run", "handover", "step", "error", "since"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["workflow_id"], str(r["handover_no"]), r["step"], r["error_type"],
+                      r["created_at"].strftime("%Y-%m-%d %H:%M"))
+    for r in mail_rows:  # a refused supplier note: answered with `recon mail resend|dismiss`
+        table.add_row(r["workflow_id"], f"mail {r['id']}", f"deliver {r['outbox_key']}",
+                      r["reply"][:60], r["created_at"].strftime("%Y-%m-%d %H:%M"))
+    console.print(table)
+
+
+@user_errors
+def handover(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
+    """A run's handovers: the pending note in full, every decision on record, ignored decisions."""
+    from recon.deciding import handover_record
+
+    wid = checked_run_id(run_id)
+
+    async def go():
+        async with database() as pool:
+            return await handover_record(await temporal(), pool, wid)
+
+    for line in asyncio.run(go()):
+        console.print(line, markup=False, highlight=False)
+
+
+@user_errors
+def approve(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    decision: Annotated[str, typer.Option(help="resume | retry | undo")],
+    by: Annotated[str, typer.Option(help="Who decides.")],
+    handover_no: Annotated[int | None, typer.Option(
+        "--handover", help="The handover you answer (its number in `recon handovers`).")] = None,
+    note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
+    park: Annotated[list[str] | None, typer.Option(
+        "--park", help="Go on without this invoice (repeatable; needs --note).")] = None,
+) -> None:
+    """Answer a handover: resume or retry (the failed step runs again from its last committed
+    entry; at the gate, resume sends the notes), or undo the run."""
+    from recon.deciding import send_decision
+
+    wid = checked_run_id(run_id)
+    if handover_no is None:
+        raise Refused(f"say which handover you answer: --handover N "
+                      f"(see `recon handover {wid}`)")
+    if not 1 <= handover_no <= 1_000_000:
+        raise Refused(f"--handover must be a handover number from `recon handover {wid}`")
+
+    async def go() -> str:
+        async with database() as pool:
+            return await send_decision(await temporal(), pool, wid, handover_no, decision, by,
+                                       note, park or [])
+
+    console.print(asyncio.run(go()), markup=False, highlight=False)
+
+
+@user_errors
+def redo(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    reason: Annotated[str, typer.Option(help="Why, for the record.")],
+    by: Annotated[str, typer.Option(help="Who decides.")],
+    supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
+) -> None:
+    """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
+    from recon.money import rupees
+    from recon.redoing import start_redo
+
+    wid = checked_run_id(run_id)
+    if not reason.strip() or not by.strip():
+        raise Refused("--reason and --by must say why and who")
+
+    async def go():
+        async with database() as pool:
+            client = await temporal()
+            handle, ledger, stock, generation = await start_redo(
+                client, pool, load_settings(), wid, supplier, reason, by)
+            console.print(f"redo {handle.id} started: {ledger} ledger entries and {stock} stock "
+                          f"movements to post again (generation {generation})",
+                          markup=False, highlight=False)
+            return await wait_for(handle)
+
+    summary = asyncio.run(go())
+    console.print(f"redo finished: {summary.ledger_posted} live ledger entries in {wid}, "
+                  f"{rupees(summary.adjustment_total_paise)}", markup=False, highlight=False)
+
+
+@user_errors
+def mail(
+    target: Annotated[str | None, typer.Argument(
+        metavar="[RUN | show KEY | resend KEY | dismiss KEY]",
+        help="A run to list its messages (all runs if omitted), or an action on one message.")] = None,
+    key: Annotated[str | None, typer.Argument(metavar="", show_default=False)] = None,
+    by: Annotated[str, typer.Option(help="Who decides (resend, dismiss).")] = "",
+    to: Annotated[str | None, typer.Option(help="resend: a corrected address.")] = None,
+    note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
+) -> None:
+    """The outbox as mail: each message's state, one message in full, or answer a refused one."""
+    from recon.mail.commands import mail_command
+
+    async def go():
+        async with database() as pool:
+            await mail_command(pool, console, target, key, by=by, to=to, note=note)
+
+    asyncio.run(go())
+
+
+@user_errors
+def undo(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    reason: Annotated[str, typer.Option(help="Why, for the record.")],
+    by: Annotated[str, typer.Option(help="Who decides.")],
+    supplier: Annotated[str | None, typer.Option(help="Undo only this supplier's part.")] = None,
+    reference: Annotated[list[str] | None, typer.Option(
+        "--reference", help="Undo only these ledger references (repeatable).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be reversed.")] = False,
+) -> None:
+    """Compensate a finished run (or one supplier of it): reversals, opposite stock, withdrawals."""
+    from recon.undoing import describe_plan, start_undo
+
+    wid = checked_run_id(run_id)
+    if not reason.strip() or not by.strip():
+        raise Refused("--reason and --by must say why and who")
+    if supplier and reference:
+        raise Refused("give --supplier or --reference, not both")
+
+    async def go():
+        async with database() as pool:
+            client = await temporal()
+            if dry_run:
+                return await describe_plan(client, pool, wid, supplier, reference or [])
+            return await start_undo(client, pool, load_settings(), wid, supplier, reference or [],
+                                    reason, by)
+
+    for line in asyncio.run(go()):
+        console.print(line, markup=False, highlight=False)

@@ -1,0 +1,88 @@
+"""Invoices: the night's documents in the source (`invoices`) and the run's fixed working set
+(`run_invoices`, one row per document per run, numbered by `seq`)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import asyncpg
+
+from recon.keys import PARKED_INVOICE, row_template
+from recon.store.db import lock_run
+
+_COPY = """
+WITH fresh AS (
+    INSERT INTO run_invoices (workflow_id, invoice_no, seq, supplier_id, document)
+    SELECT $1, invoice_no, row_number() OVER (ORDER BY invoice_no), supplier_id, document
+    FROM invoices WHERE business_date = $2 AND warehouse = $3
+    RETURNING invoice_no
+)
+INSERT INTO invoice_reads (workflow_id, invoice_no) SELECT $1, invoice_no FROM fresh
+"""
+
+
+async def copy_night(pool: asyncpg.Pool, workflow_id: str, business_date: date,
+                     warehouse: str) -> int:
+    """Fix the run's working set once: a retry or a reset finds it there and reads nothing
+    again, so `invoice_reads` holds exactly one row per document per run. Returns its size."""
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_run(conn, workflow_id)
+        have = await conn.fetchval(
+            "SELECT count(*) FROM run_invoices WHERE workflow_id = $1", workflow_id
+        )
+        if not have:
+            await conn.execute(_COPY, workflow_id, business_date, warehouse)
+            have = await conn.fetchval(
+                "SELECT count(*) FROM run_invoices WHERE workflow_id = $1", workflow_id
+            )
+    return int(have)
+
+
+async def invoices_waiting(conn: asyncpg.Connection | asyncpg.Pool, business_date: date,
+                           warehouse: str) -> int:
+    """Invoices in the source for a night: none means there is nothing to run yet."""
+    return int(await conn.fetchval(
+        "SELECT count(*) FROM invoices WHERE business_date = $1 AND warehouse = $2",
+        business_date, warehouse,
+    ))
+
+
+async def in_run(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
+                 invoice_no: str) -> bool:
+    """Is this invoice part of the run's working set?"""
+    return bool(await conn.fetchval(
+        "SELECT 1 FROM run_invoices WHERE workflow_id = $1 AND invoice_no = $2",
+        workflow_id, invoice_no,
+    ))
+
+
+_NOT_YET_EXTRACTED = """
+SELECT r.seq, r.invoice_no, r.supplier_id, r.document
+FROM run_invoices r
+WHERE r.workflow_id = $1 AND r.seq BETWEEN $2 AND $3
+  AND NOT EXISTS (SELECT 1 FROM extractions e
+                  WHERE e.workflow_id = r.workflow_id AND e.invoice_no = r.invoice_no)
+  AND NOT EXISTS (SELECT 1 FROM parked_items p
+                  WHERE p.workflow_id = r.workflow_id AND p.item_key = format($4, r.invoice_no))
+ORDER BY r.seq
+"""
+
+
+async def not_yet_extracted(conn: asyncpg.Connection, workflow_id: str, first_seq: int,
+                            last_seq: int) -> list[asyncpg.Record]:
+    """Step 2 pays once: invoices of a batch that have no extraction and are not parked."""
+    return await conn.fetch(_NOT_YET_EXTRACTED, workflow_id, first_seq, last_seq,
+                            row_template(PARKED_INVOICE))
+
+
+async def model_failures_so_far(pool: asyncpg.Pool, workflow_id: str, step: str,
+                                reason_prefix: str) -> tuple[int, int]:
+    """(invoices in the night, invoices parked by `step` with a reason starting with
+    `reason_prefix`): the night's share of model failures so far."""
+    row = await pool.fetchrow(
+        "SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,"
+        " (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = $2"
+        "   AND reason LIKE $3 || '%') AS failed",
+        workflow_id, step, reason_prefix,
+    )
+    return int(row["invoices"]), int(row["failed"])

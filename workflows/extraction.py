@@ -1,0 +1,94 @@
+"""Step 2 from the workflow's side: many extraction activities, few enough for any night.
+
+A 100,000-invoice night is at most MAX_EXTRACT_ACTIVITIES activities (the batch grows with the
+night), EXTRACT_WAVE in flight at a time. Workflow code: deterministic, no I/O of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from activities.extract_lines import ExtractionActivities
+    from recon import steps
+    from recon.models import Count, ExtractBatch, Progress
+    from workflows import display
+    from workflows.policies import MODEL_TIMEOUT
+
+# At most this many activities a night: each costs the Temporal server ~20 ms of CPU (schedule,
+# start, heartbeats, completion, a workflow task), so 100 keep a 100,000-invoice night's engine
+# cost near 2 s (docs/design.md, "Speed").
+MAX_EXTRACT_ACTIVITIES = 100
+MAX_EXTRACT_ACTIVITIES_BEFORE_WINDOW = 400  # what runs started before EXTRACT_WINDOW replay with
+EXTRACT_WAVE = 16  # extraction activities in flight at once
+# Patch (workflow.patched): 100 batches at most, the next one starts as soon as one finishes.
+EXTRACT_WINDOW = "extract-sliding-window"
+
+Act = Callable[[Callable[..., Any], Any, timedelta], Awaitable[Any]]
+
+
+async def extract_all(act: Act, wf: str, invoices: int, extract_batch_size: int,
+                      progress: Progress) -> Count:
+    """Many model calls in parallel, in batches: few enough activities for any night."""
+    windowed = workflow.patched(EXTRACT_WINDOW)
+    most = MAX_EXTRACT_ACTIVITIES if windowed else MAX_EXTRACT_ACTIVITIES_BEFORE_WINDOW
+    size = max(extract_batch_size, math.ceil(invoices / most))
+    batches = [
+        ExtractBatch(workflow_id=wf, first_seq=first, last_seq=min(first + size - 1, invoices))
+        for first in range(1, invoices + 1, size)
+    ]
+    if windowed:
+        return await _in_window(act, batches, progress)
+    total = Count(count=0, parked=0)
+    for start in range(0, len(batches), EXTRACT_WAVE):
+        wave = batches[start:start + EXTRACT_WAVE]
+        # Let the whole wave settle before failing: a retry must never overlap a batch that
+        # is still calling the model, or an invoice could be paid for twice.
+        results = await asyncio.gather(
+            *(act(ExtractionActivities.extract_lines, b, MODEL_TIMEOUT) for b in wave),
+            return_exceptions=True,
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        for r in results:
+            total.count += r.count
+            total.parked += r.parked
+        progress.extracted = total.count
+        display.show_step(steps.EXTRACT_LINES.name, progress)
+    return total
+
+
+async def _in_window(act: Act, batches: list[ExtractBatch], progress: Progress) -> Count:
+    """EXTRACT_WAVE batches in flight; the next starts as soon as one finishes (no wave waits
+    for its slowest batch). After a failure no new batch starts, and the step fails only once
+    every batch in flight has settled: a retry never overlaps a batch that is still calling the
+    model, so no invoice is paid for twice."""
+    total = Count(count=0, parked=0)
+    room = asyncio.Semaphore(EXTRACT_WAVE)  # FIFO waiters: deterministic under replay
+    failures: list[BaseException] = []
+
+    async def one(batch: ExtractBatch) -> None:
+        async with room:
+            if failures:
+                return
+            try:
+                done = await act(ExtractionActivities.extract_lines, batch, MODEL_TIMEOUT)
+            except BaseException as exc:  # noqa: B036 - kept, raised once all have settled
+                failures.append(exc)
+                return
+            total.count += done.count
+            total.parked += done.parked
+            progress.extracted = total.count
+            display.show_step(steps.EXTRACT_LINES.name, progress)
+
+    await asyncio.gather(*(one(b) for b in batches))
+    if failures:
+        raise failures[0]
+    return total
