@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
 
 # At most this many activities a night: each costs the Temporal server ~20 ms of CPU (schedule,
 # start, heartbeats, completion, a workflow task), so 100 keep a 100,000-invoice night's engine
-# cost near 2 s (docs/design.md, "Speed").
+# cost near 2 s (docs/design.md §8).
 MAX_EXTRACT_ACTIVITIES = 100
 MAX_EXTRACT_ACTIVITIES_BEFORE_WINDOW = 400  # what runs started before EXTRACT_WINDOW replay with
 EXTRACT_WAVE = 16  # extraction activities in flight at once

@@ -7,7 +7,7 @@ the whole night once per range (seen: step 8 in 34 s instead of 13 s at 500 entr
 the extraction's per-batch reads walking `run_invoices` the same way; with `parked_items` thought
 empty, every range of step 8 compared each line with every parked item: 0.57 s a range instead of
 0.05 s). ANALYZE samples a fixed
-number of rows, so its cost (~0.1-0.4 s here) does not grow with the table (docs/design.md, "Speed").
+number of rows, so its cost (~0.1-0.4 s here) does not grow with the table (docs/design.md §8).
 """
 
 from __future__ import annotations
