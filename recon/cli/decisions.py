@@ -19,7 +19,7 @@ from recon.errors import Refused
 def handovers() -> None:
     """Runs waiting for a person's decision."""
 
-    from recon.mail.handovers import open_handovers
+    from recon.store.mail_handovers import open_handovers
     from recon.store.handovers import waiting
 
     async def go():
