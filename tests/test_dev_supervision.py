@@ -64,10 +64,13 @@ def test_recon_dev_restarts_a_killed_temporal_and_a_killed_postgres(tmp_path: Pa
         _wait_for("a new Postgres", postgres_back)
         assert dev.poll() is None, "recon dev itself carried on"
 
-        finished = _cli(home, "run", "--date", "2026-10-15", "--warehouse", "sup", "--wait",
-                        timeout=240)
-        assert finished.returncode == 0, finished.stdout + finished.stderr
-        assert "Completed" in finished.stdout
+        # The run in flight finishes; a fast night may already have (then `recon run --wait`
+        # refuses to start it again, so wait on what the run itself reports).
+        def completed() -> bool:
+            shown = _cli(home, "inspect", "recon-2026-10-15-sup", "--json")
+            return shown.returncode == 0 and json.loads(shown.stdout)["status"] == "completed"
+
+        _wait_for("the run to complete", completed, timeout=240)
         facts = json.loads(_cli(home, "inspect", "recon-2026-10-15-sup", "--json").stdout)
         assert facts["status"] == "completed"
         assert facts["ledger_rows"] == facts["distinct_keys"] == 30
