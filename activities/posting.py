@@ -31,7 +31,7 @@ from recon.store.ledger import (
     verify_adjustments,
 )
 from recon.store.matching import last_comparison_seq
-from recon.store.statistics import refresh_statistics
+from recon.store.statistics import BULK_ROWS, refresh_statistics
 from recon.store.stock import move_reconciled_range, verify_movements
 
 LEDGER_STEP = "post_adjustments"
@@ -65,7 +65,8 @@ class PostingActivities(Room):
                                           generation, job.supplier_id)
 
             walk = await walk_in_batches(LEDGER_STEP, last_progress(), fetch, write)
-            await refresh_statistics(conn, "ledger_entries")  # the check joins what was posted
+            if walk.started_after + walk.inserted + walk.already_there >= BULK_ROWS:
+                await refresh_statistics(conn, "ledger_entries")  # the check joins what was posted
             expected = await verify_adjustments(conn, job.workflow_id, job.supplier_id)
             total = await live_adjustment_total(conn, job.workflow_id, job.supplier_id)
         activity.logger.info(
@@ -102,7 +103,8 @@ class PostingActivities(Room):
                 await failpoints.after_batch(STOCK_STEP)
             # The closing check joins every line to its movement: planned on a table the
             # statistics still think empty, that join is a nested loop over both.
-            await refresh_statistics(conn, "stock_movements")
+            if last_seq >= BULK_ROWS:
+                await refresh_statistics(conn, "stock_movements")
             expected = await verify_movements(conn, job.workflow_id, job.supplier_id)
         return PostResult(
             expected=expected, inserted=inserted, already_there=walked - inserted,

@@ -19,8 +19,8 @@ from recon.errors import Refused
 def handovers() -> None:
     """Runs waiting for a person's decision."""
 
-    from recon.store.mail_handovers import open_handovers
     from recon.store.handovers import waiting
+    from recon.store.mail_handovers import open_handovers
 
     async def go():
         async with database() as pool:

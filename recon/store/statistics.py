@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import asyncpg
 
+# Below this many rows a night's write cannot mislead the planner much: its closing checks skip the
+# refresh (a small night, or the retry of one after a crash, finishes sooner without it).
+BULK_ROWS = 1000
+
 # Only these tables, never a name from outside: ANALYZE takes no parameters.
 WORKING_TABLES = frozenset({
     "run_invoices", "invoice_lines", "extractions", "line_matches", "stock_snapshots",
