@@ -1,13 +1,15 @@
 """How long does a whole night take at scale, end to end, on the embedded stack.
 
     uv run python bench/night.py [--invoices N] [--mismatches M] [--repeats R] [--workers W]
+                                 [--keep DIR]
 
 Starts its own embedded Temporal dev server (in memory, free ports) and embedded PostgreSQL in a
 temporary directory, applies the migrations, and for each of R nights (different dates, one stack):
-seeds the night with `recon.documents.seed.seed_night`, starts a real worker in this process on a task queue
-of its own (or, with --workers W, W `recon worker` processes sharing that queue), starts the run
-with `starter.start_night` and waits for its result. Then it reads the
-run's event history and Postgres and prints:
+seeds the night with `recon.documents.seed.seed_night`, vacuums and analyzes the master data (a
+production night starts on settled tables; not counted), starts a real worker in this process on
+a task queue of its own (or, with --workers W, W `recon worker` processes sharing that queue),
+starts the run with `starter.start_night` and waits for its result. Then it reads the run's event
+history and Postgres and prints:
 
   - seconds for seeding and for the run (wall, start to result), invoices per second of the run;
   - per step (activity type): wall seconds from its first ActivityTaskScheduled to its last
@@ -22,7 +24,9 @@ run's event history and Postgres and prints:
 
 With R > 1 it also prints the median of every number over the R nights. The debit-note gate is
 opened wide for the bench so a run never waits for a person; if one hands over anyway the bench
-stops with the note.
+stops with the note. With --keep DIR the stack's data stays in DIR: start Postgres on it again
+(`recon.embedded.EmbeddedPostgres(Path(DIR)).start()`) to read the night's rows or EXPLAIN its
+statements.
 """
 
 from __future__ import annotations
