@@ -50,19 +50,3 @@ async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) 
         prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
         cost_usd=round(float(row["cost_usd"]), 6),
     )
-
-
-async def bill_line(workflow_id: str) -> str:
-    """For `recon status`: the bill so far, or why it cannot be read (status still answers)."""
-    from recon.config import load_settings
-    from recon.errors import DatabaseUnavailable
-    from recon.store.db import connect_pool
-
-    try:
-        pool = await connect_pool(load_settings().database_url, max_size=1)
-    except DatabaseUnavailable as exc:
-        return f"Model bill: unknown ({exc})"
-    try:
-        return (await model_bill(pool, workflow_id)).line()
-    finally:
-        await pool.close()
