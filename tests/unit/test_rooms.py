@@ -1,0 +1,25 @@
+"""The rooms of docs/design.md §7 hold: every SQL statement of the product is in recon/store, and
+no module of the product grows past 300 lines."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT = [*ROOT.glob("recon/**/*.py"), *ROOT.glob("activities/*.py"), *ROOT.glob("workflows/*.py"),
+           ROOT / "worker.py", ROOT / "starter.py"]
+SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b")
+
+
+def test_no_sql_outside_the_store() -> None:
+    outside = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in PRODUCT if "store" not in path.relative_to(ROOT).parts
+        for n, line in enumerate(path.read_text().splitlines(), 1) if SQL.search(line)
+    ]
+    assert not outside, "SQL belongs in recon/store:\n" + "\n".join(outside)
+
+
+def test_no_module_over_300_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in PRODUCT
+            if (n := len(p.read_text().splitlines())) > 300}
+    assert not long, f"split these modules: {long}"
