@@ -28,7 +28,8 @@ class OfflineExtractor:
         except UnreadableInvoice as exc:
             response = json.dumps({"unreadable": exc.reason, "evidence": exc.evidence})
             return Result(invoice_no, supplier_id, request, response, unreadable=exc)
-        return Result(invoice_no, supplier_id, request, found.model_dump_json(), found=found)
+        response = found.model_dump_json()
+        return Result(invoice_no, supplier_id, request, response, found=found, found_json=response)
 
     async def call(self, invoice_no: str, document: str) -> Answer:
         result = self.read(invoice_no, "", document)

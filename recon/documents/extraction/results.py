@@ -30,8 +30,16 @@ class Result:
     found: ExtractedInvoice | None = None
     unreadable: UnreadableInvoice | None = None
     call_id: int | None = None  # the row written before the request was sent (paid model)
+    found_json: str | None = None  # `found` as JSON when the extractor already has it (offline)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+
+    def lines_json(self) -> str:
+        """The checked invoice as JSON, the form Postgres unpacks into `invoice_lines` (one text
+        per invoice instead of eight values per line through the driver). The validators keep NUL
+        out of every string, so it is always valid for Postgres's json type."""
+        assert self.found is not None
+        return self.found_json or self.found.model_dump_json()
 
     def check_against_source(self, document: str) -> Result:
         """The document must be the invoice the source says it is; otherwise nobody should post
