@@ -57,7 +57,7 @@ async def _extract_offline(conn: asyncpg.Connection, extractor: OfflineExtractor
             await commit_asynchronously(conn)
             await fence.check(conn)  # a stale attempt records nothing
             await write_results(conn, workflow_id, extractor.name, extractor.model, results)
-        parked = sum(1 for r in results if r.found is None)
+        parked = sum(1 for r in results if not r.readable)
         done.count += len(results) - parked
         done.parked += parked
         report_progress(done.count + done.parked)

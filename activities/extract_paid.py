@@ -97,7 +97,7 @@ async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
                     result.unreadable = exc
                 result.check_against_source(row["document"])
                 await book.answered(result)
-                if result.found is not None:
+                if result.readable:
                     tally.extracted += 1
                 else:
                     tally.parked += 1

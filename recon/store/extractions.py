@@ -92,12 +92,12 @@ async def write_results(
             [storable(r.response) for r in settled],
             [r.prompt_tokens for r in settled], [r.completion_tokens for r in settled],
         )
-    found = [r for r in results if r.found is not None]
+    found = [r for r in results if r.readable]
     if found:
         await conn.execute(
             _EXTRACTIONS_AND_LINES, workflow_id, [r.invoice_no for r in found],
             [r.call_id for r in found], [r.supplier_id for r in found],
-            [r.lines_json() for r in found],
+            [r.lines_json for r in found],
         )
     unreadable = [r for r in results if r.unreadable is not None]
     if unreadable:

@@ -21,7 +21,14 @@ def storable(text: str) -> str:
 
 @dataclass
 class Result:
-    """One invoice's answer: either `found` (checked) or `unreadable` (to be parked)."""
+    """One invoice's answer. Before the check: `found` (the validated invoice) or `unreadable`.
+    After `check_against_source`: `lines_json` (to be stored) or `unreadable` (to be parked).
+
+    The check releases the parsed model and keeps its JSON, the form Postgres unpacks into
+    `invoice_lines`: one text per invoice through the driver instead of eight values per line,
+    and no pydantic objects held while a group waits to be written (tens of thousands of them in
+    flight made the cyclic collector rescan them constantly; docs/design.md §8). The validators
+    keep NUL out of every string, so the JSON is always valid for Postgres's json type."""
 
     invoice_no: str
     supplier_id: str
@@ -30,21 +37,20 @@ class Result:
     found: ExtractedInvoice | None = None
     unreadable: UnreadableInvoice | None = None
     call_id: int | None = None  # the row written before the request was sent (paid model)
-    found_json: str | None = None  # `found` as JSON when the extractor already has it (offline)
+    found_json: str | None = None  # `found` as JSON, when the extractor already has it (offline)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    lines_json: str | None = None  # set by the check: the checked invoice, ready to store
 
-    def lines_json(self) -> str:
-        """The checked invoice as JSON, the form Postgres unpacks into `invoice_lines` (one text
-        per invoice instead of eight values per line through the driver). The validators keep NUL
-        out of every string, so it is always valid for Postgres's json type."""
-        assert self.found is not None
-        return self.found_json or self.found.model_dump_json()
+    @property
+    def readable(self) -> bool:
+        return self.lines_json is not None
 
     def check_against_source(self, document: str) -> Result:
         """The document must be the invoice the source says it is; otherwise nobody should post
-        it. Turns `found` into `unreadable` when it is not."""
+        it. Turns `found` into `unreadable` when it is not, and into `lines_json` when it is."""
         found = self.found
+        self.found = None
         if found is None:
             if self.unreadable is None:
                 self.unreadable = UnreadableInvoice("no answer", "")
@@ -56,8 +62,9 @@ class Result:
                 f"document says supplier {found.supplier_id!r}, the sender is {self.supplier_id!r}")
         elif len({ln.line_no for ln in found.lines}) != len(found.lines):
             self.unreadable = UnreadableInvoice("document repeats a line number")
-        if self.unreadable is not None:
-            self.found = None
-            if not self.unreadable.evidence:
-                self.unreadable.evidence = document[:200]
+        else:
+            self.lines_json = self.found_json or found.model_dump_json()
+        self.found_json = None
+        if self.unreadable is not None and not self.unreadable.evidence:
+            self.unreadable.evidence = document[:200]
         return self
