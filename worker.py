@@ -24,7 +24,7 @@ from recon import logs, metrics
 from recon.config import Settings, load_settings
 from recon.documents.extraction import make_extractor
 from recon.mail.run import start_sender
-from recon.store.db import NIGHT_WORK_MEM, connect_pool, migrate
+from recon.store.db import connect_pool, migrate
 from recon.temporal_client import connect
 from workflows.registry import WORKFLOWS
 
@@ -58,8 +58,7 @@ async def run_worker(
     # A frozen worker must not hold a lock for long: Postgres ends any transaction of ours that
     # sits idle longer than this, so a takeover never waits on a process that cannot run.
     pool = await connect_pool(settings.database_url, max_size=20,
-                              idle_transaction_seconds=max(2.0, settings.heartbeat_seconds),
-                              work_mem=NIGHT_WORK_MEM)
+                              idle_transaction_seconds=max(2.0, settings.heartbeat_seconds))
     await migrate(pool)
     runtime = metrics.runtime_for(settings.metrics_port)
     client = await connect(settings, runtime)

@@ -11,20 +11,13 @@ from recon.errors import DatabaseUnavailable
 
 MIGRATION_LOCK = 0x7265636F6E  # "recon": one migrator at a time, across processes
 
-# Sort and hash memory of a worker's sessions. Steps 3-8 and the closing checks are single
-# statements over the whole night (a 100k night: ~250k lines joined, sorted, grouped); with
-# Postgres's 4 MB default their sorts and hash joins spill to temporary files (compare went from
-# 2.8 s to 3.9 s at 100k). Per session, not per server: only the worker's statements are that big.
-NIGHT_WORK_MEM = "64MB"
-
 
 async def connect_pool(
     url: str | None, *, min_size: int = 1, max_size: int = 10,
-    idle_transaction_seconds: float | None = None, work_mem: str | None = None,
+    idle_transaction_seconds: float | None = None,
 ) -> asyncpg.Pool:
     """`idle_transaction_seconds`: Postgres ends a transaction of this pool that waits longer than
-    this for its client (a frozen worker), releasing its locks. `work_mem`: sort and hash memory
-    of each session (NIGHT_WORK_MEM for a worker)."""
+    this for its client (a frozen worker), releasing its locks."""
     if not url:
         raise DatabaseUnavailable(
             "DATABASE_URL is not set and no .recon/env was found: run `recon dev` first"
@@ -33,8 +26,6 @@ async def connect_pool(
         settings = {}
         if idle_transaction_seconds:
             settings["idle_in_transaction_session_timeout"] = str(int(idle_transaction_seconds * 1000))
-        if work_mem:
-            settings["work_mem"] = work_mem
         pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, timeout=10,
                                          server_settings=settings)
     except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
