@@ -42,6 +42,7 @@ class Received:
     answered: float | None = None  # when the answer was written (None: never, e.g. hung)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    sender: str = ""  # the client's OpenAI-Project header: tells two worker processes apart
 
 
 def _tokens(text: str) -> int:
@@ -116,12 +117,12 @@ class ScriptedOpenAI:
             steps = self._scripts.get(invoice_no)
             return steps.pop(0) if steps else "ok"
 
-    def respond(self, body: dict, authorization: str | None
+    def respond(self, body: dict, authorization: str | None, sender: str = ""
                 ) -> tuple[Received, int, dict[str, str], bytes]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
         invoice_no = user.partition("\n\n")[0].removeprefix("Invoice ").removesuffix(":")
         step = self._next_step(invoice_no)
-        seen = Received(invoice_no, time.time(), step)
+        seen = Received(invoice_no, time.time(), step, sender=sender)
         with self._lock:
             self.received.append(seen)
             request_no = next(self._ids)
@@ -181,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         seen, status, headers, payload = self.server.fake.respond(
-            body, self.headers.get("Authorization"))
+            body, self.headers.get("Authorization"), self.headers.get("OpenAI-Project") or "")
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

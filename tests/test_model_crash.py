@@ -3,8 +3,11 @@
 The answers are recorded the moment they arrive (each extraction activity writes through a
 connection of its own, committing whatever arrived since its last commit), so after the kill the
 next attempt asks again only the invoices whose requests were in flight: none whose answer the
-server had written 50 ms or more before the kill. The requests that died with the worker are
-marked `lost` by the next attempt.
+server had written `WINDOW` or more before the kill. The two workers tell the server who they are
+(`OPENAI_PROJECT_ID`, sent as the OpenAI-Project header), so "in flight" means a request of the
+doomed worker still unanswered at the kill, whenever the server saw it arrive: a request can leave
+the doomed process between the test's clock reading and the SIGKILL. The requests that died with
+the worker are marked `lost` by the next attempt.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from recon.documents.seed import seed_night
 from tests.fake_openai import ScriptedOpenAI
 from tests.helpers import settings_for, start, wait_for
 
-WINDOW = 0.050  # an answer written this long before the kill must not be asked again
+# An answer written this long before the kill must not be asked again. Measured on 2 busy cores
+# (this test's own load: server, Postgres, Temporal, 24 requests in flight), the time from the
+# server writing an answer to the worker's transaction recording it was 25 ms median, ~70 ms at
+# the 90th percentile and up to ~140 ms; 50 ms failed one run in three.
+WINDOW = 0.250
 
 
 async def test_killed_worker_re_asks_only_requests_in_flight(
@@ -30,7 +37,7 @@ async def test_killed_worker_re_asks_only_requests_in_flight(
     await seed_night(pool, day, warehouse, invoices=240, mismatches=10)
     with ScriptedOpenAI(delay=0.2) as fake:
         env = fake.env() | {"RECON_EXTRACT_CONCURRENCY": "4", "RECON_HEARTBEAT_SECONDS": "2"}
-        doomed = spawn_worker(queue, **env)
+        doomed = spawn_worker(queue, **env, OPENAI_PROJECT_ID="doomed")
         settings = settings_for(queue, extract_batch_size=40, heartbeat_seconds=2)
         handle = await start(client, settings, day, warehouse)
 
@@ -42,7 +49,7 @@ async def test_killed_worker_re_asks_only_requests_in_flight(
         assert doomed.process.returncode == -9
         before_kill = fake.snapshot()
 
-        spawn_worker(queue, **env)
+        spawn_worker(queue, **env, OPENAI_PROJECT_ID="successor")
         result = await asyncio.wait_for(handle.result(), 120)
         received = fake.snapshot()
 
@@ -50,8 +57,9 @@ async def test_killed_worker_re_asks_only_requests_in_flight(
     assert len(before_kill) < 240, "the kill must land inside extraction"
     asked = Counter(r.invoice_no for r in received)
     asked_again = {inv for inv, n in asked.items() if n > 1}
-    in_flight = {r.invoice_no for r in received
-                 if r.arrived <= killed_at and (r.answered is None or r.answered > killed_at - WINDOW)}
+    assert {r.sender for r in received} == {"doomed", "successor"}
+    in_flight = {r.invoice_no for r in received if r.sender == "doomed"
+                 and (r.answered is None or r.answered > killed_at - WINDOW)}
     answered_well_before = {r.invoice_no for r in received
                             if r.answered is not None and r.answered <= killed_at - WINDOW}
     print(f"in flight at the kill {len(in_flight)}, asked again {len(asked_again)}, "
