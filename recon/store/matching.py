@@ -31,52 +31,18 @@ async def _fill_once(pool: asyncpg.Pool, workflow_id: str, table: str, insert: s
 async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
     """Step 3: (lines matched, lines parked). A line whose PO does not exist, is another
     supplier's, or lacks the SKU is parked; so is a second line billing a PO line that another
-    line of this run already billed."""
+    line of this run already billed.
+
+    Filled once, like steps 4-6: matches and parked lines commit together, so a run that has its
+    matches has its parked lines too, and running the step again adds nothing. The insert needs
+    no `ON CONFLICT` (which doubled its cost: 1.2 s instead of 0.6 s for 246k lines); the primary
+    key still refuses a second match of a line."""
     async with pool.acquire() as conn, conn.transaction():
         await lock_run(conn, workflow_id)
-        await conn.execute(
-            """
-            WITH candidates AS (
-                SELECT l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise,
-                       row_number() OVER (PARTITION BY p.po_number, p.sku
-                                          ORDER BY l.invoice_no, l.line_no) AS nth
-                FROM invoice_lines l
-                JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
-                JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
-                WHERE l.workflow_id = $1
-            )
-            INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise)
-            SELECT $1, invoice_no, line_no, po_number, sku, unit_price_paise
-            FROM candidates WHERE nth = 1
-            ON CONFLICT DO NOTHING
-            """,
-            workflow_id,
-        )
-        await conn.execute(
-            """
-            INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, line_no, reason, evidence)
-            SELECT l.workflow_id, format($2, l.invoice_no, l.line_no), 'match_orders',
-                   l.invoice_no, l.line_no,
-                   CASE
-                     WHEN l.po_number IS NULL THEN 'invoice names no purchase order'
-                     WHEN o.po_number IS NULL THEN 'no purchase order ' || l.po_number
-                     WHEN o.supplier_id <> l.supplier_id
-                       THEN 'purchase order ' || l.po_number || ' belongs to ' || o.supplier_id
-                     WHEN p.sku IS NULL THEN 'SKU ' || l.sku || ' is not on ' || l.po_number
-                     ELSE 'PO line ' || l.po_number || '/' || l.sku || ' already billed in this run'
-                   END,
-                   l.qty || ' x ' || l.sku || ' (' || l.description || ') at '
-                       || l.unit_price_paise || ' paise'
-            FROM invoice_lines l
-            LEFT JOIN purchase_orders o ON o.po_number = l.po_number
-            LEFT JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
-            WHERE l.workflow_id = $1
-              AND NOT EXISTS (SELECT 1 FROM line_matches m WHERE m.workflow_id = $1
-                              AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no)
-            ON CONFLICT DO NOTHING
-            """,
-            workflow_id, row_template(PARKED_LINE),
-        )
+        done = await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM line_matches WHERE workflow_id = $1)", workflow_id)
+        if not done:
+            await _match_lines(conn, workflow_id)
         matched = await conn.fetchval(
             "SELECT count(*) FROM line_matches WHERE workflow_id = $1", workflow_id
         )
@@ -85,6 +51,51 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
             workflow_id,
         )
     return int(matched), int(parked)
+
+
+async def _match_lines(conn: asyncpg.Connection, workflow_id: str) -> None:
+    await conn.execute(
+        """
+        WITH candidates AS (
+            SELECT l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise,
+                   row_number() OVER (PARTITION BY p.po_number, p.sku
+                                      ORDER BY l.invoice_no, l.line_no) AS nth
+            FROM invoice_lines l
+            JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
+            JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
+            WHERE l.workflow_id = $1
+        )
+        INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise)
+        SELECT $1, invoice_no, line_no, po_number, sku, unit_price_paise
+        FROM candidates WHERE nth = 1
+        """,
+        workflow_id,
+    )
+    await conn.execute(
+        """
+        INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, line_no, reason, evidence)
+        SELECT l.workflow_id, format($2, l.invoice_no, l.line_no), 'match_orders',
+               l.invoice_no, l.line_no,
+               CASE
+                 WHEN l.po_number IS NULL THEN 'invoice names no purchase order'
+                 WHEN o.po_number IS NULL THEN 'no purchase order ' || l.po_number
+                 WHEN o.supplier_id <> l.supplier_id
+                   THEN 'purchase order ' || l.po_number || ' belongs to ' || o.supplier_id
+                 WHEN p.sku IS NULL THEN 'SKU ' || l.sku || ' is not on ' || l.po_number
+                 ELSE 'PO line ' || l.po_number || '/' || l.sku || ' already billed in this run'
+               END,
+               l.qty || ' x ' || l.sku || ' (' || l.description || ') at '
+                   || l.unit_price_paise || ' paise'
+        FROM invoice_lines l
+        LEFT JOIN purchase_orders o ON o.po_number = l.po_number
+        LEFT JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
+        WHERE l.workflow_id = $1
+          AND NOT EXISTS (SELECT 1 FROM line_matches m WHERE m.workflow_id = $1
+                          AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no)
+        ON CONFLICT DO NOTHING
+        """,
+        workflow_id, row_template(PARKED_LINE),
+    )
 
 
 async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str) -> int:
@@ -106,6 +117,7 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str) -> in
                 LEFT JOIN goods_receipts g
                        ON g.po_number = m.po_number AND g.sku = m.sku AND g.warehouse = $2
                 GROUP BY m.po_number, m.sku
+                ORDER BY m.po_number, m.sku  -- key order: each insert lands beside the last
                 RETURNING 1
             )
             SELECT count(*) FROM snap
