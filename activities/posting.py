@@ -7,7 +7,8 @@ heartbeat makes a redo short; the closing check makes "done" mean "the ledger ho
 Step 8: book each reconciled line's received quantity into stock, once per key. Same guarantees
 (keyed rows, fenced writes, heartbeat progress, a closing check), but set-based: each
 transaction is one statement over a seq range of the run's comparisons
-(recon.store.stock.move_reconciled_range), so no movement passes through Python.
+(recon.store.stock.move_reconciled_range), so no movement passes through Python, and two
+connections book ranges side by side (activities/lanes.py).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import asyncpg
 from temporalio import activity
 
 from activities.batches import walk_in_batches
+from activities.lanes import book_in_lanes
 from activities.resources import Room
-from activities.step import business_step, last_progress, report_progress
-from recon import failpoints
+from activities.step import business_step, last_progress
 from recon.keys import fence_scope
 from recon.models import PostInput, PostResult
 from recon.store.generations import current_generation
@@ -32,7 +33,7 @@ from recon.store.ledger import (
 )
 from recon.store.matching import last_comparison_seq
 from recon.store.statistics import BULK_ROWS, refresh_statistics
-from recon.store.stock import move_reconciled_range, verify_movements
+from recon.store.stock import RangeMoved, move_reconciled_range, verify_movements
 
 LEDGER_STEP = "post_adjustments"
 STOCK_STEP = "update_stock"
@@ -83,24 +84,20 @@ class PostingActivities(Room):
     async def update_stock(self, job: PostInput) -> PostResult:
         pool = self.pool
         fence = await self.take_fence(fence_scope(job.workflow_id, "stock"))
-        started_after = position = last_progress()
-        inserted = walked = 0
+        started_after = last_progress()
         async with pool.acquire() as conn:
             generation = await current_generation(conn, job.workflow_id)
             undone = await ever_undone(conn, job.workflow_id)
             last_seq = await last_comparison_seq(conn, job.workflow_id)
-            while position < last_seq:
-                upto = min(position + job.batch_size, last_seq)
-                failpoints.hit_range(STOCK_STEP, position, upto)
-                moved = await move_reconciled_range(
-                    conn, job.workflow_id, job.warehouse, position, upto, fence, generation,
-                    job.supplier_id, undone,
-                )
-                inserted += moved.inserted
-                walked += moved.wanted
-                position = upto
-                report_progress(position)
-                await failpoints.after_batch(STOCK_STEP)
+
+        async def book(conn: asyncpg.Connection, after: int, upto: int) -> RangeMoved:
+            return await move_reconciled_range(conn, job.workflow_id, job.warehouse, after, upto,
+                                               fence, generation, job.supplier_id, undone)
+
+        booked = await book_in_lanes(pool, STOCK_STEP, started_after, last_seq, job.batch_size,
+                                     book)
+        inserted, walked = booked.inserted, booked.wanted
+        async with pool.acquire() as conn:
             # The closing check joins every line to its movement: planned on a table the
             # statistics still think empty, that join is a nested loop over both.
             if last_seq >= BULK_ROWS:

@@ -48,6 +48,7 @@ WITH moved AS (
 ), levels AS (
     INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
     SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
+    ORDER BY warehouse, sku  -- rows locked in key order: concurrent bookings wait, never deadlock
     ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
 )
 SELECT count(*) FROM moved
@@ -177,6 +178,7 @@ WITH fence AS (
 ), levels AS (
     INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
     SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
+    ORDER BY warehouse, sku  -- rows locked in key order: concurrent bookings wait, never deadlock
     ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
 )
 SELECT (SELECT count(*) FROM fence) AS fenced, (SELECT count(*) FROM wanted) AS wanted,
