@@ -1,4 +1,4 @@
-"""Every step activity goes through `business_step`, which does two things once for all steps:
+"""Every step activity goes through `business_step`, which does three things once for all steps:
 
 1. It heartbeats on a timer, carrying the step's latest `report_progress()` value, so a slow model
    call or a long batch never looks like a dead worker, a dead worker is noticed within the
@@ -7,6 +7,8 @@
    temporary -> retryable with growing waits for the outage window, then non-retryable;
    stale     -> retryable, soon: a stale attempt's failure is ignored, a live one retries newer;
    unknown   -> non-retryable at once: the workflow stops and hands the run to a person.
+3. A retried attempt first makes Temporal forget the run's sticky queue, in case the worker that
+   held it is the one that died (activities/lost_worker.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import ParamSpec, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.lost_worker import forget_sticky_worker
 from recon import failpoints
 from recon.errors import StaleAttempt, classify, outage_in_words, retry_wait
 
@@ -126,6 +129,8 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         failpoints.before_step(activity.info().activity_type)
+        if activity.info().attempt > 1:  # the last attempt's worker may be gone
+            await forget_sticky_worker(getattr(args[0], "client", None) if args else None)
         _progress.set({"at": last_progress() or None, "outage_since": _outage_since()})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
         try:

@@ -8,6 +8,7 @@ import subprocess
 
 import asyncpg
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -58,6 +59,12 @@ async def test_worker_killed_at_entry_24_of_step_7(
     result = await _post_result(handle)
     assert result.inserted + result.already_there == 40 - result.started_at
     assert result.inserted == 40 - committed
+    # The dead worker ran every workflow task so far (its sticky queue holds the run); the retry
+    # makes Temporal forget that queue, so the next workflow task does not wait out the sticky
+    # timeout there (activities/lost_worker.py).
+    events = (await handle.fetch_history()).events
+    assert not [e.event_id for e in events
+                if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT]
 
 
 async def test_crash_between_steps_resumes_at_step_7(
