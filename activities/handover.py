@@ -6,6 +6,8 @@ the outbox, and kept small enough to live in the run's memo for the Web UI.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from temporalio import activity
@@ -132,15 +134,20 @@ class HandoverActivities(Room):
     async def check_evidence(self, gate: GateInput) -> GateVerdict:
         """The gate before debit notes: ledger and stock verified, parked share and total normal."""
         pool = self.pool
-        reasons: list[str] = []
-        unverified = False
-        for verify in (verify_adjustments, verify_movements):
+
+        async def failed(verify: Callable[..., Awaitable[object]]) -> str | None:
             try:
                 await verify(pool, gate.workflow_id, gate.supplier_id)
             except VerificationFailed as exc:
-                reasons.append(str(exc))
-                unverified = True
-        row = await gate_store.gate_figures(pool, gate.workflow_id)
+                return str(exc)
+            return None
+
+        # The three reads are independent scans of the night: side by side on the pool.
+        ledger, stock, row = await asyncio.gather(
+            failed(verify_adjustments), failed(verify_movements),
+            gate_store.gate_figures(pool, gate.workflow_id))
+        reasons = [reason for reason in (ledger, stock) if reason]
+        unverified = bool(reasons)
         if row["invoices"] and row["parked"] / row["invoices"] > gate.max_parked_invoice_ratio:
             reasons.append(
                 f"{row['parked']} of {row['invoices']} invoices parked, above the "

@@ -7,6 +7,7 @@ delivers one twice, the supplier can see it is the same claim.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from temporalio import activity
@@ -53,13 +54,15 @@ class MessageActivities(Room):
     async def send_summary(self, job: OutboxInput) -> RunSummary:
         pool = self.pool
         fence = await self.take_fence(fence_scope(job.workflow_id, "summary"))
-        facts = await run_facts(pool, job.workflow_id)
-        generation = await current_generation(pool, job.workflow_id)
+        # Three reads of the finished night, side by side on the pool (each is a scan of the
+        # night's rows: ~0.2 s apiece at 100,000 invoices).
+        facts, generation, document = await asyncio.gather(
+            run_facts(pool, job.workflow_id), current_generation(pool, job.workflow_id),
+            summary_document(pool, job.workflow_id))
         # A redo's summary is a correcting summary of its own (per scope); a reset that undid
         # nothing sends none.
         key = scoped_summary_key(generation_key(summary_key(job.workflow_id), generation),
                                  job.supplier_id)
-        document = await summary_document(pool, job.workflow_id)
         async with pool.acquire() as conn:
             await enqueue(conn, Message(
                 key=key, workflow_id=job.workflow_id, kind="summary",

@@ -41,6 +41,8 @@ class Result:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     lines_json: str | None = None  # set by the check: the checked invoice, ready to store
+    po_number: str | None = None  # and, beside it, what Postgres would otherwise parse it for
+    line_count: int = 0
 
     @property
     def readable(self) -> bool:
@@ -64,6 +66,7 @@ class Result:
             self.unreadable = UnreadableInvoice("document repeats a line number")
         else:
             self.lines_json = self.found_json or found.model_dump_json()
+            self.po_number, self.line_count = found.po_number, len(found.lines)
         self.found_json = None
         if self.unreadable is not None and not self.unreadable.evidence:
             self.unreadable.evidence = document[:200]
