@@ -35,6 +35,18 @@ class StockMovement:
     reverses: str | None = None
 
 
+# Both booking statements end with this CTE: the level moves only by the rows `moved` inserted
+# (a redo that conflicts on every key moves nothing), and rows are locked in key order, so
+# concurrent bookings (two lanes of step 8, two nights of one warehouse, an undo) wait for each
+# other instead of deadlocking.
+_LEVELS_BY_NEW_ROWS = """levels AS (
+    INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
+    SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
+    ORDER BY warehouse, sku
+    ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
+)
+"""
+
 _MOVE = """
 WITH moved AS (
     INSERT INTO stock_movements
@@ -45,13 +57,7 @@ WITH moved AS (
                 $7::text[], $8::int[], $9::text[], $10::text[]) AS x(k, w, h, s, q, p, i, l, n, v)
     ON CONFLICT (key) DO NOTHING
     RETURNING warehouse, sku, qty
-), levels AS (
-    INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
-    SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
-    ORDER BY warehouse, sku  -- rows locked in key order: concurrent bookings wait, never deadlock
-    ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
-)
-SELECT count(*) FROM moved
+), """ + _LEVELS_BY_NEW_ROWS + """SELECT count(*) FROM moved
 """
 
 _DIFFERENT = """
@@ -175,14 +181,8 @@ WITH fence AS (
     ORDER BY w.key
     ON CONFLICT (key) DO NOTHING
     RETURNING warehouse, sku, qty
-), levels AS (
-    INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
-    SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
-    ORDER BY warehouse, sku  -- rows locked in key order: concurrent bookings wait, never deadlock
-    ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
-)
-SELECT (SELECT count(*) FROM fence) AS fenced, (SELECT count(*) FROM wanted) AS wanted,
-       (SELECT count(*) FROM moved) AS inserted
+), """ + _LEVELS_BY_NEW_ROWS + """SELECT (SELECT count(*) FROM fence) AS fenced,
+       (SELECT count(*) FROM wanted) AS wanted, (SELECT count(*) FROM moved) AS inserted
 """
 
 _DIFFERENT_IN_RANGE = """
