@@ -6,10 +6,10 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
-from recon.config import Settings
-from recon.keys import workflow_id_for
-from recon.models import RunRequest
-from recon.run_labels import night_start_options
+from recon.domain.keys import workflow_id_for
+from recon.domain.labels import night_start_options
+from recon.domain.models import RunRequest
+from recon.runtime.config import Settings
 from workflows.nightly import NightlyReconciliation
 
 

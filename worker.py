@@ -20,12 +20,12 @@ from temporalio.worker import Worker
 from activities.observe import ObservingInterceptor
 from activities.registry import activities_for
 from activities.resources import Resources
-from recon import logs, metrics
-from recon.config import Settings, load_settings
-from recon.documents.extraction import make_extractor
+from recon.documents.extraction.choice import make_extractor
 from recon.mail.run import start_sender
+from recon.runtime import logs, metrics
+from recon.runtime.config import Settings, load_settings
+from recon.runtime.temporal_client import connect
 from recon.store.db import connect_pool, migrate
-from recon.temporal_client import connect
 from workflows.registry import WORKFLOWS
 
 log = structlog.get_logger("recon.worker")

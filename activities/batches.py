@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from activities.step import report_progress
-from recon import failpoints
+from recon.runtime import failpoints
 
 
 @dataclass

@@ -18,12 +18,12 @@ from temporalio import activity
 from activities.extract_paid import extract_paid
 from activities.resources import Room
 from activities.step import business_step, report_progress
-from recon import failpoints
 from recon.documents.extraction.offline_extractor import OfflineExtractor
 from recon.documents.extraction.openai_model import OpenAIExtractor
 from recon.documents.extraction.results import STEP
-from recon.keys import extract_fence_store, fence_scope
-from recon.models import Count, ExtractBatch
+from recon.domain.keys import extract_fence_store, fence_scope
+from recon.domain.models import Count, ExtractBatch
+from recon.runtime import failpoints
 from recon.store.db import commit_asynchronously
 from recon.store.extractions import write_results
 from recon.store.fences import Fence

@@ -27,16 +27,16 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.step import report_progress
-from recon import failpoints
-from recon.config import Settings
-from recon.documents.extraction import read_answer
+from recon.documents.extraction.answer import read_answer
 from recon.documents.extraction.call_book import CallBook
 from recon.documents.extraction.failures import Failure, describe
 from recon.documents.extraction.openai_model import OpenAIExtractor
 from recon.documents.extraction.pace import pace_for
 from recon.documents.extraction.results import STEP, Result
-from recon.errors import UnreadableInvoice
-from recon.models import Count
+from recon.domain.errors import UnreadableInvoice
+from recon.domain.models import Count
+from recon.runtime import failpoints
+from recon.runtime.config import Settings
 from recon.store.fences import Fence, ensure_still_held
 from recon.store.invoices import model_failures_so_far
 from recon.store.model_calls import mark_lost

@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import WorkflowExecutionStatus
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client
 
-from recon.errors import StaleAttempt
+from recon.domain.errors import StaleAttempt
 from recon.store.fences import Fence, Holder, take_fence
 
 

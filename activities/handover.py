@@ -14,9 +14,9 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
-from recon.errors import VerificationFailed
-from recon.keys import handover_key, reminder_key
-from recon.models import (
+from recon.domain.errors import VerificationFailed
+from recon.domain.keys import handover_key, reminder_key
+from recon.domain.models import (
     GateInput,
     GateVerdict,
     HandoverNote,
@@ -25,7 +25,7 @@ from recon.models import (
     RecordedDecision,
     ReminderRequest,
 )
-from recon.money import rupees
+from recon.domain.money import rupees
 from recon.store import gate as gate_store
 from recon.store import handovers
 from recon.store.ledger import verify_adjustments

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from activities.step import report_progress
-from recon import failpoints
+from recon.runtime import failpoints
 from recon.store.stock import RangeMoved
 
 LANES = 2  # the machines this runs on have two cores; Postgres is the only busy process in step 8
@@ -68,6 +68,6 @@ async def book_in_lanes(
             for _ in range(LANES):
                 lanes.create_task(lane())
     except BaseExceptionGroup as failed:
-        # The step's error handling classifies the failure itself (recon.errors), not a group.
+        # The step's error handling classifies the failure itself (recon.domain.errors), not a group.
         raise failed.exceptions[0] from None
     return booked

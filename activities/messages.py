@@ -14,11 +14,11 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
-from recon.keys import fence_scope, generation_key, scoped_summary_key, summary_key
+from recon.domain.keys import fence_scope, generation_key, scoped_summary_key, summary_key
+from recon.domain.labels import RunStatus
+from recon.domain.models import Count, OutboxInput, RunSummary
 from recon.mail.documents import load_debit_notes, render_debit_note
 from recon.mail.summary import summary_document
-from recon.models import Count, OutboxInput, RunSummary
-from recon.run_labels import RunStatus
 from recon.store.generations import current_generation
 from recon.store.outbox import Message, enqueue, has_live_note, verify_debit_notes
 from recon.store.run_facts import run_facts

@@ -2,7 +2,7 @@
 step code stays about business.
 
 Log lines go through the SDK's loggers, whose `extra` carries workflow id, run id, activity type
-and attempt (recon/logs.py flattens them). They name ids and counts only: never a document's text
+and attempt (recon/runtime/logs.py flattens them). They name ids and counts only: never a document's text
 and never an input payload. A retry is a WARNING line with the attempt number and where the last
 attempt's heartbeat said it had got to; a handover is a WARNING line with its number and step.
 """

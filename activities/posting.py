@@ -20,8 +20,8 @@ from activities.batches import walk_in_batches
 from activities.lanes import book_in_lanes
 from activities.resources import Room
 from activities.step import business_step, last_progress
-from recon.keys import fence_scope
-from recon.models import PostInput, PostResult
+from recon.domain.keys import fence_scope
+from recon.domain.models import PostInput, PostResult
 from recon.store.generations import current_generation
 from recon.store.ledger import (
     LedgerEntry,

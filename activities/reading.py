@@ -11,7 +11,7 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
-from recon.models import Count, StepInput
+from recon.domain.models import Count, StepInput
 from recon.store import invoices, matching
 from recon.store.statistics import refresh_statistics
 

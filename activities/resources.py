@@ -12,8 +12,8 @@ import asyncpg
 from temporalio.client import Client
 
 from activities import fences
-from recon.config import Settings
-from recon.documents.extraction import Extractor
+from recon.documents.extraction.answer import Extractor
+from recon.runtime.config import Settings
 from recon.store.fences import Fence
 
 

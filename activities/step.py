@@ -3,7 +3,7 @@
 1. It heartbeats on a timer, carrying the step's latest `report_progress()` value, so a slow model
    call or a long batch never looks like a dead worker, a dead worker is noticed within the
    heartbeat timeout, and a retry knows roughly how far the last attempt got.
-2. It turns an exception into Temporal's language by the classes of recon.errors:
+2. It turns an exception into Temporal's language by the classes of recon.domain.errors:
    temporary -> retryable with growing waits for the outage window, then non-retryable;
    stale     -> retryable, soon: a stale attempt's failure is ignored, a live one retries newer;
    unknown   -> non-retryable at once: the workflow stops and hands the run to a person.
@@ -26,8 +26,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.lost_worker import forget_sticky_worker
-from recon import failpoints
-from recon.errors import StaleAttempt, classify, outage_in_words, retry_wait
+from recon.domain.errors import StaleAttempt, classify, outage_in_words, retry_wait
+from recon.runtime import failpoints
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -134,6 +134,7 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         _progress.set({"at": last_progress() or None, "outage_since": _outage_since()})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
         try:
+            await failpoints.hold_before(activity.info().activity_type)
             return await fn(*args, **kwargs)
         except (ApplicationError, asyncio.CancelledError):
             raise

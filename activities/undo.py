@@ -14,10 +14,10 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step, report_progress
-from recon import failpoints
-from recon.keys import fence_scope, undo_key, withdrawal_key
+from recon.domain.keys import fence_scope, undo_key, withdrawal_key
+from recon.domain.models import GenerationRequest, Reversed, UndoRequest
 from recon.mail.documents import render_withdrawal
-from recon.models import GenerationRequest, Reversed, UndoRequest
+from recon.runtime import failpoints
 from recon.store import generations
 from recon.store.ledger import LedgerEntry, post_entries
 from recon.store.outbox import Message, enqueue

@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recon.embedded import EmbeddedPostgres  # noqa: E402
 from recon.mail.smtp_sink import MaildirHandler, MailSink  # noqa: E402
+from recon.runtime.embedded import EmbeddedPostgres  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
 from recon.store.outbox import Message, enqueue  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Extraction against a paid model: speed-up over one request at a time, and the pace limit.
 
 Runs whole nights on the embedded stack against an OpenAI-compatible server on loopback
-(`tests/fake_openai.py`) that takes `--delay` seconds (default 0.2) to answer each request, and
+(`tests/fakes/openai_server.py`) that takes `--delay` seconds (default 0.2) to answer each request, and
 reads every figure from the server's own clock:
 
 - one at a time: `--serial` invoices with one call in flight (one activity, concurrency 1),
@@ -37,12 +37,12 @@ import structlog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recon.devstack import embedded_stack  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
-from recon.embedded import free_port  # noqa: E402
+from recon.runtime.devstack import embedded_stack  # noqa: E402
+from recon.runtime.embedded import free_port  # noqa: E402
+from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
-from recon.temporal_client import connect  # noqa: E402
-from tests.fake_openai import API_KEY, MODEL  # noqa: E402
+from tests.fakes.openai_server import API_KEY, MODEL  # noqa: E402
 
 WAREHOUSE = "ldh"
 FIRST_DATE = date(2032, 1, 1)
@@ -50,13 +50,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class LoopbackModel:
-    """tests/fake_openai.py in a process of its own (its threads must not compete with the
+    """tests/fakes/openai_server.py in a process of its own (its threads must not compete with the
     worker for the GIL); what it received is read back over GET /received."""
 
     def __init__(self, delay: float) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.fake_openai", str(self.port), str(delay)], cwd=ROOT,
+            [sys.executable, "-m", "tests.fakes.openai_server", str(self.port), str(delay)], cwd=ROOT,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.process.stdout is not None
         self.process.stdout.readline()  # "listening on PORT"

@@ -25,7 +25,7 @@ history and Postgres and prints:
 With R > 1 it also prints the median of every number over the R nights. The debit-note gate is
 opened wide for the bench so a run never waits for a person; if one hands over anyway the bench
 stops with the note. With --keep DIR the stack's data stays in DIR: start Postgres on it again
-(`recon.embedded.EmbeddedPostgres(Path(DIR)).start()`) to read the night's rows or EXPLAIN its
+(`recon.runtime.embedded.EmbeddedPostgres(Path(DIR)).start()`) to read the night's rows or EXPLAIN its
 statements.
 """
 
@@ -62,14 +62,14 @@ from temporalio.common import SearchAttributeKey  # noqa: E402
 
 from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa: E402
 from bench.plain import Plain, plain_cost  # noqa: E402
-from recon.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
-from recon.embedded import free_port  # noqa: E402
-from recon.keys import workflow_id_for  # noqa: E402
-from recon.models import STEPS  # noqa: E402
-from recon.money import rupees  # noqa: E402
+from recon.domain.keys import workflow_id_for  # noqa: E402
+from recon.domain.money import rupees  # noqa: E402
+from recon.domain.steps import STEPS  # noqa: E402
+from recon.runtime.devstack import RunningStack, embedded_stack  # noqa: E402
+from recon.runtime.embedded import free_port  # noqa: E402
+from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
-from recon.temporal_client import connect  # noqa: E402
 
 WAREHOUSE = "ldh"
 FIRST_DATE = date(2031, 1, 1)

@@ -33,8 +33,8 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recon.embedded import EmbeddedPostgres  # noqa: E402
-from recon.keys import adjustment_key, fence_scope
+from recon.domain.keys import adjustment_key, fence_scope
+from recon.runtime.embedded import EmbeddedPostgres  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
 from recon.store.fences import take_fence  # noqa: E402
 from recon.store.ledger import LedgerEntry, post_entries  # noqa: E402

@@ -42,11 +42,11 @@ sys.path.insert(0, str(ROOT))
 from temporalio.api.enums.v1 import EventType  # noqa: E402
 from temporalio.client import WorkflowHandle  # noqa: E402
 
-from recon.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
-from recon.embedded import free_port  # noqa: E402
+from recon.runtime.devstack import RunningStack, embedded_stack  # noqa: E402
+from recon.runtime.embedded import free_port  # noqa: E402
+from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
-from recon.temporal_client import connect  # noqa: E402
 
 DAY = "2031-03-01"
 BATCH = 5

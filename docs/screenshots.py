@@ -22,11 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recon.config import load_settings  # noqa: E402
-from recon.devstack import embedded_stack, prepare_database  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
-from recon.embedded import free_port  # noqa: E402
-from recon.models import Decision  # noqa: E402
+from recon.domain.models import Decision  # noqa: E402
+from recon.runtime.config import load_settings  # noqa: E402
+from recon.runtime.devstack import embedded_stack, prepare_database  # noqa: E402
+from recon.runtime.embedded import free_port  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 DAY, WAREHOUSE = "2026-10-13", "ldh"
@@ -50,8 +50,8 @@ async def shoot(page, url: str, path: Path, wait_for: str, tab: str | None = Non
 async def main(ui: str, settings) -> None:
     from playwright.async_api import async_playwright
 
+    from recon.runtime.temporal_client import connect
     from recon.store.db import connect_pool
-    from recon.temporal_client import connect
     from starter import start_night
     from tests.helpers import inprocess_worker
 

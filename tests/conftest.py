@@ -1,6 +1,10 @@
-"""Real parts, really run: one embedded Postgres and one Temporal dev server for the session,
-real worker processes where a test kills one. Each test uses its own warehouse and task queue,
-so tests never see each other's runs."""
+"""Real parts, really run: the session's servers, started by the fixtures that need them.
+
+`database` starts one embedded Postgres (all `tests/store/` needs); `stack` adds one Temporal dev
+server (`tests/system/`); `spawn_worker` starts real worker processes a test can kill. Nothing here
+is autouse: each folder's conftest sets the environment its tier runs in, so `tests/unit/` starts
+no server at all. Each test uses its own warehouse and task queue, so tests never see each
+other's runs."""
 
 from __future__ import annotations
 
@@ -22,10 +26,10 @@ import pytest
 import pytest_asyncio
 from temporalio.client import Client
 
-from recon.config import load_settings
-from recon.embedded import EmbeddedPostgres, TemporalDevServer, free_port
+from recon.runtime.config import load_settings
+from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port
+from recon.runtime.temporal_client import connect
 from recon.store.db import connect_pool, migrate
-from recon.temporal_client import connect
 from tests.helpers import ROOT
 
 _names = itertools.count(1)
@@ -50,15 +54,34 @@ class Stack:
         return env
 
 
+@dataclass(frozen=True)
+class Database:
+    """The session's embedded Postgres: what the store tests need, and all of it."""
+
+    url: str
+    state: Path
+    server: EmbeddedPostgres
+
+
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def database() -> Iterator[Database]:
     state = Path(tempfile.mkdtemp(prefix="recon-test-"))
     postgres = EmbeddedPostgres(state)
-    temporal = TemporalDevServer(state, port=free_port(), ui_port=free_port(), persistent=False)
     url = postgres.start()
+    try:
+        yield Database(url, state, postgres)
+    finally:
+        postgres.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def stack(database: Database) -> Iterator[Stack]:
+    """Postgres and a Temporal dev server: started only for the tests that ask for them."""
+    temporal = TemporalDevServer(database.state, port=free_port(), ui_port=free_port(), persistent=False)
     temporal.start()
     try:
-        yield Stack(url, temporal.address, state, postgres)
+        yield Stack(database.url, temporal.address, database.state, database.server)
     finally:
         # Reap our own child first: TemporalDevServer.stop() polls the pid with kill(pid, 0),
         # which an unreaped (zombie) child passes, so it waited its full 10 s every session.
@@ -67,23 +90,21 @@ def stack() -> Iterator[Stack]:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 temporal.process.wait(10)
         temporal.stop()
-        postgres.stop()
-        shutil.rmtree(state, ignore_errors=True)
 
 
-@pytest.fixture(autouse=True)
-def _settings_env(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+def clean_environment(monkeypatch: pytest.MonkeyPatch, **servers: str) -> None:
+    """No RECON_/OPENAI_ variables from the caller's shell; only the servers this tier started."""
     for key in list(os.environ):
-        if key.startswith(("RECON_", "OPENAI_")):
+        if key.startswith(("RECON_", "OPENAI_")) or key in ("DATABASE_URL", "TEMPORAL_ADDRESS",
+                                                            "TEMPORAL_NAMESPACE"):
             monkeypatch.delenv(key)
-    for key, value in stack.env().items():
-        if key in ("DATABASE_URL", "TEMPORAL_ADDRESS", "RECON_HOME"):
-            monkeypatch.setenv(key, value)
+    for key, value in servers.items():
+        monkeypatch.setenv(key, value)
 
 
 @pytest_asyncio.fixture(scope="session")
-async def pool(stack: Stack) -> AsyncIterator[asyncpg.Pool]:
-    pool = await connect_pool(stack.database_url, max_size=20)
+async def pool(database: Database) -> AsyncIterator[asyncpg.Pool]:
+    pool = await connect_pool(database.url, max_size=20)
     await migrate(pool)
     yield pool
     await pool.close()

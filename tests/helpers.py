@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client, WorkflowHandle
 
-from recon.config import Settings, load_settings
+from recon.runtime.config import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from recon import steps
-from recon.models import Progress, RecordedDecision
+from recon.domain import steps
+from recon.domain.models import Progress, RecordedDecision
 
 STEP_TITLES: dict[str, tuple[int, str]] = {s.name: (s.number, s.title) for s in steps.TABLE}
 ANSWER = ("Answer with `recon approve RUN --decision resume|retry|undo --by NAME`, or in the Web UI "

@@ -9,8 +9,8 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from recon.models import HandoverNote, Progress, RecordedDecision
-    from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
+    from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus
+    from recon.domain.models import HandoverNote, Progress, RecordedDecision
     from workflows import console
 
 CONSOLE_PATCH = "web-ui-console-1"  # gate as ReconStep, headline and decisions in the memo

@@ -16,8 +16,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.extract_lines import ExtractionActivities
-    from recon import steps
-    from recon.models import Count, ExtractBatch, Progress
+    from recon.domain import steps
+    from recon.domain.models import Count, ExtractBatch, Progress
     from workflows import display
     from workflows.policies import MODEL_TIMEOUT
 

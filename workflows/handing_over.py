@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from recon.models import DECISIONS, Decision, HandoverNote, RecordedDecision
+from recon.domain.models import DECISIONS, Decision, HandoverNote, RecordedDecision
 
 GATE_NEXT_ACTION = ("send the debit notes (resume), check the evidence again (retry), "
                     "or undo the run (undo)")

@@ -19,9 +19,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.messages import MessageActivities
     from activities.posting import PostingActivities
     from activities.reading import ReadingActivities
-    from recon import steps
-    from recon.errors import UndoRequested
-    from recon.models import (
+    from recon.domain import steps
+    from recon.domain.errors import UndoRequested
+    from recon.domain.labels import RunStatus
+    from recon.domain.models import (
         Decision,
         GateInput,
         HandoverNote,
@@ -37,7 +38,6 @@ with workflow.unsafe.imports_passed_through():
         RunSummary,
         StepInput,
     )
-    from recon.run_labels import RunStatus
     from workflows import console, display, handing_over
     from workflows.extraction import extract_all
     from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT

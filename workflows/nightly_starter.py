@@ -23,9 +23,9 @@ from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedErro
 
 with workflow.unsafe.imports_passed_through():
     from activities.schedule import ScheduleActivities
-    from recon.keys import workflow_id_for
-    from recon.run_labels import night_start_options
-    from recon.scheduling import NightlyStart, NightToResolve, StarterOutcome
+    from recon.domain.calendar import NightlyStart, NightToResolve, StarterOutcome
+    from recon.domain.keys import workflow_id_for
+    from recon.domain.labels import night_start_options
     from workflows.nightly import NightlyReconciliation
 
 SCHEDULED_START = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")

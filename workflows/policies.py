@@ -8,7 +8,7 @@ Two kinds of retry, two waits. The policy's wait below applies only where no err
 otherwise: a lost worker (heartbeat or start-to-close timeout). Nothing is wrong with the work
 then, so the retry starts after 0.1 s on whichever worker is alive. A classified temporary error
 (a 429, a dropped connection) carries its own growing wait in the error itself
-(`next_retry_delay`, recon/errors.py), so the service that pushed back gets time to recover.
+(`next_retry_delay`, recon/domain/errors.py), so the service that pushed back gets time to recover.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from activities.undo import UndoActivities
-    from recon.keys import undo_workflow_id
-    from recon.models import (
+    from recon.domain.keys import undo_workflow_id
+    from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus
+    from recon.domain.models import (
         GenerationRequest,
         Progress,
         RecordedDecision,
@@ -24,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         UndoRequest,
         UndoResult,
     )
-    from recon.run_labels import RECON_STATUS, RECON_STEP, RunStatus
     from workflows import display
     from workflows.policies import RETRY, WRITE_TIMEOUT
 

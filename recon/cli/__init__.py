@@ -1,7 +1,7 @@
 """The `recon` command. Every command gives one clear line and a non-zero exit on bad input, a
 missing server or an unknown run; no traceback for a user mistake.
 
-One module per command group (stack, data, runs, decisions; schedules in recon/schedule_cli.py),
+One module per command group (stack, data, runs, decisions; schedules in recon/cli/schedules.py),
 the shared checks and the pool/client lifetimes in `common`. The commands are registered here,
 in the order `recon --help` lists them.
 """
@@ -13,9 +13,8 @@ import sys
 
 import typer
 
-from recon.cli import data, decisions, runs, stack
-from recon.cli.common import business_date, console, err, one_line, user_errors, warehouse_code
-from recon.schedule_cli import build_schedule_app
+from recon.cli import data, decisions, runs, schedules, stack
+from recon.cli.common import err, one_line
 
 app = typer.Typer(
     help="recon: crash-proof nightly reconciliation of supplier invoices on Temporal.",
@@ -39,8 +38,7 @@ app.command()(decisions.redo)
 app.command()(decisions.mail)
 app.command()(decisions.undo)
 app.command()(stack.chaos)
-app.add_typer(build_schedule_app(user_errors, console, warehouse_code, business_date),
-              name="schedule")
+app.add_typer(schedules.app, name="schedule")
 
 
 def main() -> None:
@@ -62,7 +60,7 @@ def main() -> None:
 
 
 def _run_command() -> int:
-    from recon.logs import configure
+    from recon.runtime.logs import configure
 
     configure()
     try:

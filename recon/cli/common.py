@@ -17,8 +17,9 @@ import typer
 from rich.console import Console
 from temporalio.client import Client
 
-from recon.config import load_settings
-from recon.errors import Refusal, Refused
+from recon.domain.errors import Refusal, Refused
+from recon.domain.keys import WAREHOUSE_CODE
+from recon.runtime.config import load_settings
 from recon.store.db import connect_pool, migrate
 
 # Piped output (scripts, CI) gets a wide console so ids are never wrapped mid-word.
@@ -29,7 +30,7 @@ MAX_PORT = 65_535
 MAX_SEED_INVOICES = 1_000_000  # the largest night the product is measured at, with room to spare
 MAX_SEED_VALUE = 2**63 - 1
 
-# Every refusal of the product is a `Refusal` (recon/errors.py). Input a parser refuses (settings,
+# Every refusal of the product is a `Refusal` (recon/domain/errors.py). Input a parser refuses (settings,
 # amounts, time zones, pydantic models, modules that still raise the builtins) arrives as a plain
 # ValueError or LookupError and is one line too.
 USER_FACING = (Refusal, ValueError, LookupError)
@@ -70,7 +71,7 @@ def business_date(value: str) -> str:
 
 
 def warehouse_code(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", value):
+    if not re.fullmatch(WAREHOUSE_CODE, value):
         raise Refused(f"--warehouse must be a short code of a-z, 0-9, '-' or '_', got {value!r}")
     return value
 
@@ -96,6 +97,6 @@ async def database(*, migrated: bool = True, max_size: int = 10) -> AsyncIterato
 
 async def temporal() -> Client:
     """The Temporal client of one command (TemporalUnavailable, one line, when it is not up)."""
-    from recon.temporal_client import connect
+    from recon.runtime.temporal_client import connect
 
     return await connect(load_settings())

@@ -18,7 +18,7 @@ from recon.cli.common import (
     user_errors,
     warehouse_code,
 )
-from recon.errors import Refused
+from recon.domain.errors import Refused
 
 
 @user_errors

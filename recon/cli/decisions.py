@@ -11,8 +11,8 @@ from rich.table import Table
 
 from recon.cli.common import checked_run_id, console, database, temporal, user_errors
 from recon.cli.runs import wait_for
-from recon.config import load_settings
-from recon.errors import Refused
+from recon.domain.errors import Refused
+from recon.runtime.config import load_settings
 
 
 @user_errors
@@ -45,7 +45,7 @@ def handovers() -> None:
 @user_errors
 def handover(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
     """A run's handovers: the pending note in full, every decision on record, ignored decisions."""
-    from recon.deciding import handover_record
+    from recon.ops.decisions import handover_record
 
     wid = checked_run_id(run_id)
 
@@ -70,7 +70,7 @@ def approve(
 ) -> None:
     """Answer a handover: resume or retry (the failed step runs again from its last committed
     entry; at the gate, resume sends the notes), or undo the run."""
-    from recon.deciding import send_decision
+    from recon.ops.decisions import send_decision
 
     wid = checked_run_id(run_id)
     if handover_no is None:
@@ -95,8 +95,8 @@ def redo(
     supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
 ) -> None:
     """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
-    from recon.money import rupees
-    from recon.redoing import start_redo
+    from recon.domain.money import rupees
+    from recon.ops.redo import start_redo
 
     wid = checked_run_id(run_id)
     if not reason.strip() or not by.strip():
@@ -128,7 +128,7 @@ def mail(
     note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
 ) -> None:
     """The outbox as mail: each message's state, one message in full, or answer a refused one."""
-    from recon.mail.commands import mail_command
+    from recon.cli.mail import mail_command
 
     async def go():
         async with database() as pool:
@@ -148,7 +148,7 @@ def undo(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be reversed.")] = False,
 ) -> None:
     """Compensate a finished run (or one supplier of it): reversals, opposite stock, withdrawals."""
-    from recon.undoing import describe_plan, start_undo
+    from recon.ops.undo import describe_plan, start_undo
 
     wid = checked_run_id(run_id)
     if not reason.strip() or not by.strip():

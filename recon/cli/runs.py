@@ -23,8 +23,8 @@ from recon.cli.common import (
     user_errors,
     warehouse_code,
 )
-from recon.config import load_settings
-from recon.errors import DatabaseUnavailable, Refused
+from recon.domain.errors import DatabaseUnavailable, Refused
+from recon.runtime.config import load_settings
 
 
 @user_errors
@@ -36,7 +36,7 @@ def run(
     """Start (or attach to) the night's run."""
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
-    from recon.keys import workflow_id_for
+    from recon.domain.keys import workflow_id_for
     from recon.store.invoices import invoices_waiting
     from starter import start_night
 
@@ -58,7 +58,7 @@ def run(
                 f"`recon redo`"
             ) from None
         console.print(f"run {handle.id} started (Web UI: workflow {handle.id})")
-        from recon.temporal_client import has_workers
+        from recon.runtime.temporal_client import has_workers
 
         if not await has_workers(client, settings.temporal_namespace, settings.task_queue):
             err.print(one_line(
@@ -78,8 +78,8 @@ async def wait_for(handle):
     """The run's summary; or, when the run stops for a person, one line and its own exit code."""
     from temporalio.client import WorkflowFailureError
 
-    from recon.models import RunSummary
-    from recon.waiting import AWAITING_DECISION_EXIT, AwaitingDecision, result_or_handover
+    from recon.domain.models import RunSummary
+    from recon.ops.waiting import AWAITING_DECISION_EXIT, AwaitingDecision, result_or_handover
 
     try:
         outcome = await result_or_handover(handle, RunSummary)
@@ -91,7 +91,7 @@ async def wait_for(handle):
 
 
 def print_summary(summary) -> None:
-    from recon.money import rupees
+    from recon.domain.money import rupees
 
     table = Table(title=f"Run {summary.workflow_id}: {summary.status}")
     table.add_column("what")
@@ -110,7 +110,7 @@ def print_summary(summary) -> None:
 def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
     """Where a run (or an undo/redo of it) stands: Temporal's and the business status, the
     current step, and what the ledger holds for it. Needs no worker."""
-    from recon.status import run_status
+    from recon.ops.status import run_status
 
     wid = checked_run_id(run_id)
 
@@ -140,7 +140,7 @@ def _print_delivery(wid: str) -> None:
 
 def _model_bill_line(wid: str) -> str:
     """The bill so far, or why it cannot be read (`recon status` still answers)."""
-    from recon.model_bill import model_bill
+    from recon.store.model_calls import model_bill
 
     async def go() -> str:
         async with database(migrated=False, max_size=1) as pool:
@@ -160,13 +160,13 @@ def inspect(
         "--references", help="List every ledger entry of the run, live or reversed.")] = False,
 ) -> None:
     """Everything a run wrote and how often its steps were retried."""
-    from recon.inspection import inspect_run, ledger_references
+    from recon.ops.inspection import inspect_run, ledger_lines
 
     wid = checked_run_id(run_id)
     if references:
         async def refs():
             async with database() as pool:
-                return await ledger_references(pool, wid)
+                return await ledger_lines(pool, wid)
 
         for line in asyncio.run(refs()):
             console.print(line, markup=False, highlight=False)

@@ -17,8 +17,8 @@ from recon.cli.common import (
     console,
     user_errors,
 )
-from recon.config import load_settings, state_dir
-from recon.errors import Refused
+from recon.domain.errors import Refused
+from recon.runtime.config import load_settings, state_dir
 
 
 @user_errors
@@ -30,7 +30,7 @@ def dev(
         "--schedule", help="Also create a demo nightly schedule for RECON_WAREHOUSE.")] = False,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
-    from recon.devstack import run_dev
+    from recon.runtime.devstack import run_dev
 
     if port == ui_port:
         raise Refused(f"--port and --ui-port must differ, both are {port}")
@@ -45,11 +45,13 @@ def dev(
                       + ("worker running." if not no_worker else "no worker.")
                       + " Ctrl-C stops everything.")
         if schedule:
-            from recon.schedules import ensure_demo_schedule
+            from recon.ops.schedules import ensure_demo_schedule
 
             console.print(asyncio.run(ensure_demo_schedule(stack.settings())))
 
-    run_dev(state_dir(), port, ui_port, not no_worker, announce,
+    from worker import run_worker
+
+    run_dev(state_dir(), port, ui_port, None if no_worker else run_worker, announce,
             say=functools.partial(console.print, markup=False, highlight=False))
     console.print("stopped")
 
@@ -83,7 +85,7 @@ def demo(
     ] = False,
 ) -> None:
     """The crash story on the embedded stack: a worker dies at entry 24 of step 7, the run finishes."""
-    from recon.demo import run_demo
+    from recon.tools.demo import run_demo
 
     run_demo(exit_, console)
 
@@ -100,8 +102,9 @@ def chaos(
     timeout: Annotated[float, typer.Option(help="Give up (FAIL) after this many seconds.")] = 900,
 ) -> None:
     """Run a seeded night clean and under random crashes on a scratch stack; compare row by row."""
-    from recon.chaos import ChaosPlan, run_chaos
-    from recon.errors import ChaosFailed
+    from recon.domain.errors import ChaosFailed
+    from recon.tools.chaos.plan import ChaosPlan
+    from recon.tools.chaos.run import run_chaos
 
     if invoices < 1 or min(kills, freezes, restarts) < 0 or timeout <= 0:
         raise Refused("--invoices must be at least 1; --kills, --freezes, --restarts at least 0; "

@@ -23,7 +23,7 @@ import asyncpg
 
 from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
-from recon.errors import ImportProblem, UnreadableInvoice
+from recon.domain.errors import ImportProblem, UnreadableInvoice
 from recon.store import seeding
 
 

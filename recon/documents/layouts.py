@@ -10,7 +10,7 @@ import io
 import random
 from dataclasses import dataclass
 
-from recon.money import group_indian
+from recon.domain.money import group_indian
 
 LAYOUTS = ("table", "csv", "letter")
 

@@ -9,7 +9,6 @@ writes them (`recon.store.seeding`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import date
 
 import asyncpg
@@ -25,6 +24,7 @@ from recon.documents.seed_plan import (
     plan_night,
 )
 from recon.store import seeding
+from recon.store.seeding import NightChunk
 
 __all__ = [
     "CHUNK_INVOICES", "ExpectedAdjustment", "NightChunk", "NightPlan", "SeedError", "SeedResult",
@@ -32,14 +32,6 @@ __all__ = [
 ]
 
 CHUNK_INVOICES = 5_000  # invoices generated and written per COPY round, inside one transaction
-
-
-@dataclass
-class NightChunk:
-    purchase_orders: list[tuple] = field(default_factory=list)
-    po_lines: list[tuple] = field(default_factory=list)
-    goods_receipts: list[tuple] = field(default_factory=list)
-    invoices: list[tuple] = field(default_factory=list)
 
 
 def night_chunks(plan: NightPlan, size: int | None = None) -> Iterator[NightChunk]:

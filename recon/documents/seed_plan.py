@@ -55,7 +55,7 @@ class SeedResult:
     adjustments: list[ExpectedAdjustment] = field(default_factory=list)
 
 
-from recon.errors import SeedError  # noqa: E402 - defined with every error class
+from recon.domain.errors import SeedError  # noqa: E402 - defined with every error class
 
 
 def compact_date(business_date: str) -> str:

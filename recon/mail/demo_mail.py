@@ -8,10 +8,10 @@ import time
 
 import asyncpg
 
-from recon.config import load_settings
 from recon.mail.report import delivery
 from recon.mail.sender import Sender, SenderConfig
 from recon.mail.smtp_url import parse_smtp_url
+from recon.runtime.config import load_settings
 from recon.store.mail_deliveries import undelivered
 
 

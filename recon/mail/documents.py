@@ -18,7 +18,7 @@ from pathlib import Path
 import asyncpg
 import jinja2
 
-from recon.money import rupees
+from recon.domain.money import rupees
 from recon.store.mail_deliveries import debit_note_lines
 
 _RUN = re.compile(r"recon-(\d{4})-(\d{2})-(\d{2})-([a-z0-9_-]+)")
@@ -95,21 +95,12 @@ def withdrawal_number(withdrawal_key: str, note_key: str) -> str:
     return base if whole else f"{base}-{_short_hash(withdrawal_key)}"
 
 
-def night_of(workflow_id: str) -> tuple[str, str] | None:
-    """(business date, warehouse) of a run id, or None for an id of another shape."""
-    m = _RUN.fullmatch(workflow_id)
-    if not m:
-        return None
-    y, mo, d, warehouse = m.groups()
-    return f"{y}-{mo}-{d}", warehouse
-
-
 async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
                            business_date: str, warehouse: str,
                            supplier_id: str | None = None) -> list[DebitNote]:
     """One note per supplier who billed more, in total, than the goods and prices support
     (invoices a person parked are left out; `supplier_id` limits it to one supplier)."""
-    from recon.keys import debit_note_key
+    from recon.domain.keys import debit_note_key
 
     by_supplier: dict[str, list[asyncpg.Record]] = {}
     for r in await debit_note_lines(conn, workflow_id, supplier_id):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from recon.errors import NotRefused  # noqa: F401 - defined with every error class
+from recon.domain.errors import NotRefused  # noqa: F401 - defined with every error class
 from recon.store import mail_deliveries, mail_handovers
 
 

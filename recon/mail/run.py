@@ -7,8 +7,8 @@ import signal
 
 import structlog
 
-from recon.config import Settings
 from recon.mail.sender import Sender, sender_config
+from recon.runtime.config import Settings
 
 log = structlog.get_logger("recon.sender")
 

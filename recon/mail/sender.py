@@ -29,11 +29,11 @@ import aiosmtplib
 import asyncpg
 import structlog
 
-from recon import failpoints
 from recon.mail.envelope import build_email, mail_domain, message_id
 from recon.mail.failures import SUPPLIER_FACING, classify, open_delivery_handover
 from recon.mail.smtp_url import SmtpTarget
 from recon.mail.summary import summary_document
+from recon.runtime import failpoints
 from recon.store import mail_deliveries as deliveries
 from recon.store.db import connect_pool
 from recon.store.mail_deliveries import CHANNEL

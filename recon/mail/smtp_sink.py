@@ -19,7 +19,7 @@ from pathlib import Path
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import Envelope, Session
 
-from recon.embedded import free_port
+from recon.runtime.embedded import free_port
 
 
 class MaildirHandler:

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon.mail.documents import Document, claim_number, night_of, templates
+from recon.domain.keys import night_of
+from recon.domain.models import RunSummary
+from recon.mail.documents import Document, claim_number, templates
 from recon.mail.report import Delivery, delivery
-from recon.model_bill import model_bill
-from recon.models import RunSummary
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
 from recon.store.mail_handovers import run_handovers
+from recon.store.model_calls import model_bill
 from recon.store.run_facts import run_facts
 
 

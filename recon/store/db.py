@@ -7,7 +7,7 @@ from importlib import resources
 
 import asyncpg
 
-from recon.errors import DatabaseUnavailable
+from recon.domain.errors import DatabaseUnavailable
 
 MIGRATION_LOCK = 0x7265636F6E  # "recon": one migrator at a time, across processes
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon.errors import StaleAttempt
+from recon.domain.errors import StaleAttempt
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from datetime import date
 
 import asyncpg
 
-from recon.keys import PARKED_INVOICE, row_template
+from recon.domain.keys import PARKED_INVOICE, row_template
 from recon.store.db import lock_run
 
 _COPY = """

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon import failpoints
-from recon.errors import KeyPayloadConflict, VerificationFailed
+from recon.domain.errors import KeyPayloadConflict, VerificationFailed
+from recon.runtime import failpoints
 from recon.store.fences import Fence
 
 

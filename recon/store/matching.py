@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from recon.keys import ADJUSTMENT, PARKED_LINE, row_template
+from recon.domain.keys import ADJUSTMENT, PARKED_LINE, row_template
 from recon.store.db import lock_run
 
 

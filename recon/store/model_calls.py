@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from recon.domain.model_bill import ModelBill
+
 Db = asyncpg.Connection | asyncpg.Pool
 
 IDLE_IN_TRANSACTION = "30s"  # Postgres ends a book transaction left idle this long
@@ -86,3 +88,14 @@ FROM model_calls WHERE workflow_id = $1
 async def bill_row(conn: Db, workflow_id: str) -> asyncpg.Record:
     """The night's requests by outcome, tokens, and cost at the prices recorded per row."""
     return await conn.fetchrow(_BILL, workflow_id)
+
+
+async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) -> ModelBill:
+    """The night's bill as people read it (`recon status`, the summary mail, `recon inspect`)."""
+    row = await bill_row(conn, workflow_id)
+    return ModelBill(
+        answered=row["answered"], requests=row["requests"], errors=row["errors"],
+        cancelled=row["cancelled"], lost=row["lost"], in_flight=row["in_flight"],
+        prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
+        cost_usd=round(float(row["cost_usd"]), 6),
+    )

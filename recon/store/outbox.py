@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon.errors import KeyPayloadConflict, VerificationFailed
-from recon.keys import DEBIT_NOTE, debit_note_key, row_template
+from recon.domain.errors import KeyPayloadConflict, VerificationFailed
+from recon.domain.keys import DEBIT_NOTE, debit_note_key, row_template
 from recon.store.fences import Fence
 
 

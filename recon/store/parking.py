@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from recon.keys import parked_item_key
+from recon.domain.keys import parked_item_key
 
 
 async def park(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import asyncpg
 
-from recon.keys import MOVEMENT, row_template, undo_key, withdrawal_key
+from recon.domain.keys import MOVEMENT, row_template, undo_key, withdrawal_key
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from recon.models import RunSummary
-from recon.run_labels import RunStatus
+from recon.domain.labels import RunStatus
+from recon.domain.models import RunSummary
 
 _FACTS = """
 SELECT

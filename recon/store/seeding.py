@@ -8,13 +8,21 @@ half-imported night is never reconciled half.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING
 
 import asyncpg
 
-if TYPE_CHECKING:
-    from recon.documents.seed import NightChunk
+
+@dataclass
+class NightChunk:
+    """Rows of one slice of a night, one list per table, in the column order `copy_night_rows`
+    copies them: the seed fills them, this module owns their shape."""
+
+    purchase_orders: list[tuple] = field(default_factory=list)
+    po_lines: list[tuple] = field(default_factory=list)
+    goods_receipts: list[tuple] = field(default_factory=list)
+    invoices: list[tuple] = field(default_factory=list)
 
 
 async def invoices_of_night(conn: asyncpg.Connection, day: date, warehouse: str) -> int:

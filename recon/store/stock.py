@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from recon.errors import KeyPayloadConflict, StaleAttempt, VerificationFailed
-from recon.keys import MOVEMENT, row_template
+from recon.domain.errors import KeyPayloadConflict, StaleAttempt, VerificationFailed
+from recon.domain.keys import MOVEMENT, row_template
 from recon.store.fences import Fence
 
 

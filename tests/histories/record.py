@@ -1,4 +1,4 @@
-"""Record the histories that tests/test_replay.py replays: one command, its own embedded stack.
+"""Record the histories that tests/system/test_replay.py replays: one command, its own embedded stack.
 
     uv run python tests/histories/record.py            # all of them
     uv run python tests/histories/record.py crash_and_resume handover_undo   # some
@@ -26,12 +26,12 @@ sys.path.insert(0, str(ROOT))
 
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
-from recon.config import Settings, load_settings  # noqa: E402
 from recon.documents.seed import seed_night  # noqa: E402
-from recon.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
-from recon.models import Decision  # noqa: E402
+from recon.domain.models import Decision  # noqa: E402
+from recon.runtime.config import Settings, load_settings  # noqa: E402
+from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
+from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
-from recon.temporal_client import connect  # noqa: E402
 from starter import start_night  # noqa: E402
 
 HISTORIES = Path(__file__).resolve().parent
@@ -183,7 +183,7 @@ async def _finished_run(r: Recorder, name: str) -> tuple[str, Settings]:
 
 
 async def undo_run(r: Recorder) -> None:
-    from recon.undoing import start_undo
+    from recon.ops.undo import start_undo
 
     wid, settings = await _finished_run(r, "undorun")
     await start_undo(r.client, r.pool, settings, wid, None, [], "recorded undo", "recorder")
@@ -191,7 +191,7 @@ async def undo_run(r: Recorder) -> None:
 
 
 async def undo_supplier(r: Recorder) -> None:
-    from recon.undoing import start_undo
+    from recon.ops.undo import start_undo
 
     wid, settings = await _finished_run(r, "undosup")
     supplier = await r.pool.fetchval(
@@ -204,7 +204,7 @@ async def undo_supplier(r: Recorder) -> None:
 
 
 async def scheduled_night(r: Recorder) -> None:
-    from recon import schedules
+    from recon.ops import schedules
 
     queue, settings = await r.night("sched")
     r.worker(queue)

@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.step import RETRY_WAIT_CAP_SECONDS, business_step, last_progress, report_progress
-from recon.errors import StaleAttempt
+from recon.domain.errors import StaleAttempt
 
 
 def _env(attempt: int = 1, heartbeat_details: list | None = None, heartbeat: float | None = None,

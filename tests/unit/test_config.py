@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.config import ENV_FILE_NAME, load_settings, read_env_file, state_dir, write_env_file
+from recon.runtime.config import ENV_FILE_NAME, load_settings, read_env_file, state_dir, write_env_file
 
 
 def _env_file() -> Path:

@@ -11,8 +11,14 @@ import openai
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
-from recon import errors
-from recon.errors import KeyPayloadConflict, StaleAttempt, VerificationFailed, classify, outage_in_words
+from recon.domain import errors
+from recon.domain.errors import (
+    KeyPayloadConflict,
+    StaleAttempt,
+    VerificationFailed,
+    classify,
+    outage_in_words,
+)
 
 URL = "http://127.0.0.1:1/v1/chat/completions"
 

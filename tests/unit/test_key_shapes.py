@@ -1,6 +1,6 @@
 """Key shapes (docs/design.md §1): every key starts with the night's workflow id, one key per
 action, and no two actions ever share a key. The SQL twin of `generation_key` is checked
-against Postgres in tests/test_keys.py."""
+against Postgres in tests/store/test_keys.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from recon.keys import (
+from recon.domain.keys import (
     ADJUSTMENT,
     MOVEMENT,
     PARKED_LINE,
@@ -29,7 +29,7 @@ from recon.keys import (
     withdrawal_key,
     workflow_id_for,
 )
-from recon.models import UndoRequest, undo_workflow_id
+from recon.domain.models import UndoRequest
 
 WF = "recon-2026-10-13-ldh"
 
@@ -88,11 +88,11 @@ def test_the_same_undo_is_the_same_workflow() -> None:
     supplier = UndoRequest(run_workflow_id=WF, supplier_id="S007", reason="y", by="ravi")
     refs = UndoRequest(run_workflow_id=WF, references=["b", "a", "a"], reason="z", by="me")
     same_refs = UndoRequest(run_workflow_id=WF, references=["a", "b"], reason="other", by="you")
-    assert undo_workflow_id(whole) == f"undo-{WF}"
-    assert undo_workflow_id(supplier) == f"undo-{WF}-supplier-S007"
-    assert undo_workflow_id(refs) == undo_workflow_id(same_refs), "order and repeats do not matter"
-    assert undo_workflow_id(refs).startswith(f"undo-{WF}-refs-")
-    assert len({undo_workflow_id(r) for r in (whole, supplier, refs)}) == 3
+    assert whole.workflow_id() == f"undo-{WF}"
+    assert supplier.workflow_id() == f"undo-{WF}-supplier-S007"
+    assert refs.workflow_id() == same_refs.workflow_id(), "order and repeats do not matter"
+    assert refs.workflow_id().startswith(f"undo-{WF}-refs-")
+    assert len({r.workflow_id() for r in (whole, supplier, refs)}) == 3
 
 
 def test_the_other_key_shapes_are_as_they_always_were() -> None:

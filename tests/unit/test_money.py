@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recon.money import group_indian, parse_rupees, rupees
+from recon.domain.money import group_indian, parse_rupees, rupees
 
 
 @pytest.mark.parametrize(("whole", "grouped"), [

@@ -3,7 +3,7 @@ once, so the first start restarts once and later starts do not."""
 
 from pathlib import Path
 
-from recon.pg_settings import INCLUDE, PG_SETTINGS, configure_for_nights
+from recon.runtime.pg_settings import INCLUDE, PG_SETTINGS, configure_for_nights
 
 
 def test_settings_are_written_and_included_once(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The README's Configuration table, `recon.config.DEFAULTS` and what the code reads agree.
+"""The README's Configuration table, `recon.runtime.config.DEFAULTS` and what the code reads agree.
 
 Defaults live in one place, `DEFAULTS`. The README restates them for people and `RunRequest`
 restates some of them for the workflow's history (a run started without settings must behave as
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from recon.config import DEFAULTS, load_settings
-from recon.models import GateInput, PostInput, RunRequest
+from recon.domain.models import GateInput, PostInput, RunRequest
+from recon.runtime.config import DEFAULTS, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"`([A-Z][A-Z0-9_]+)`")
@@ -83,7 +83,7 @@ def test_no_module_reads_a_variable_that_has_no_default_entry() -> None:
     read = {name: path.relative_to(ROOT) for path in sources
             for name in _read_names(path.read_text())}
     unknown = {name: str(path) for name, path in read.items() if name not in DEFAULTS}
-    assert unknown == {}, "add these to recon.config.DEFAULTS and the README table"
+    assert unknown == {}, "add these to recon.runtime.config.DEFAULTS and the README table"
     assert {"RECON_POST_BATCH", "RECON_HOME", "RECON_LOG_LEVEL"} <= set(read), \
         "the scan no longer sees the reads it is meant to see"
 

@@ -1,5 +1,6 @@
-"""The rooms of docs/design.md §7 hold: every SQL statement of the product is in recon/store, and
-no module of the product grows past 300 lines."""
+"""The rooms of docs/design.md hold: every SQL statement of the product is in recon/store, and
+no module of the product grows past 500 lines (a smell detector: the rooms organise, the cap
+only flags a file that outgrew its one idea)."""
 
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ def test_no_sql_outside_the_store() -> None:
     assert not outside, "SQL belongs in recon/store:\n" + "\n".join(outside)
 
 
-def test_no_module_over_300_lines() -> None:
+def test_no_module_over_500_lines() -> None:
     long = {str(p.relative_to(ROOT)): n for p in PRODUCT
-            if (n := len(p.read_text().splitlines())) > 300}
+            if (n := len(p.read_text().splitlines())) > 500}
     assert not long, f"split these modules: {long}"

@@ -1,10 +1,11 @@
-"""The step table (recon/steps.py) is the one source of the step order, names, numbers and the
+"""The step table (recon/domain/steps.py) is the one source of the step order, names, numbers and the
 progress figures: the workflow, the console and the worker's activities all agree with it."""
 
 from __future__ import annotations
 
-from recon import steps
-from recon.models import STEPS, Count, PostResult, Progress
+from recon.domain import steps
+from recon.domain.models import Count, PostResult, Progress
+from recon.domain.steps import STEPS
 from workflows.console import STEP_TITLES
 
 

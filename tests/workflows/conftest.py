@@ -5,7 +5,6 @@ short timeouts take milliseconds, not the dev server's default second."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -16,9 +15,10 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from recon.config import load_settings
-from recon.run_labels import RECON_STATUS, RECON_STEP
-from recon.temporal_client import connect
+from recon.domain.labels import RECON_STATUS, RECON_STEP
+from recon.runtime.config import load_settings
+from recon.runtime.temporal_client import connect
+from tests.conftest import clean_environment
 from tests.workflows.standins import standin_worker
 
 FAST_SERVER = [
@@ -30,11 +30,8 @@ FAST_SERVER = [
 
 @pytest.fixture(autouse=True)
 def _settings_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Replaces conftest's fixture of the same name: a clean environment, no `stack` needed."""
-    for key in list(os.environ):
-        if key.startswith(("RECON_", "OPENAI_")):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("RECON_HOME", str(tmp_path / "home"))
+    """A clean environment; the dev server below is this tier's own (no `stack`, no Postgres)."""
+    clean_environment(monkeypatch, RECON_HOME=str(tmp_path / "home"))
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -11,8 +11,9 @@ import pytest
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from recon.models import STEPS, Decision, GateVerdict, HandoverNote, UndoResult
-from recon.run_labels import RECON_STATUS
+from recon.domain.labels import RECON_STATUS
+from recon.domain.models import Decision, GateVerdict, HandoverNote, UndoResult
+from recon.domain.steps import STEPS
 from tests.workflows.standins import MISMATCHES, StandIns, night_with_standins, period_locked
 from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import openai
 
-from recon.errors import classify
+from recon.domain.errors import classify
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from recon.documents.extraction.schema import (
     ExtractedLine,
     UnreadableInvoice,
 )
-from recon.money import parse_rupees
+from recon.domain.money import parse_rupees
 
 NAME = "offline-parser"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from recon.documents.extraction import Answer
+from recon.documents.extraction.answer import Answer
 from recon.documents.extraction.offline import NAME, parse_document
 from recon.documents.extraction.results import Result
 from recon.documents.extraction.schema import UnreadableInvoice

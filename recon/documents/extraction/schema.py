@@ -35,6 +35,6 @@ class ExtractedInvoice(BaseModel):
         return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
 
 
-from recon.errors import UnreadableInvoice  # noqa: E402 - defined with every error class
+from recon.domain.errors import UnreadableInvoice  # noqa: E402 - defined with every error class
 
 __all__ = ["UnreadableInvoice"]

@@ -1,0 +1,76 @@
+"""`recon mail`: list messages with their state, show one, or answer a refused one."""
+
+from __future__ import annotations
+
+import re
+
+import asyncpg
+from rich.console import Console
+from rich.table import Table
+
+from recon.mail import handovers
+from recon.mail.envelope import mail_domain, message_id
+from recon.mail.report import delivery
+from recon.runtime.config import load_settings
+from recon.store.mail_deliveries import get_message, list_messages
+
+ACTIONS = ("show", "resend", "dismiss")
+LISTED = 500  # newest messages shown when no run is named
+
+
+async def mail_command(pool: asyncpg.Pool, console: Console, target: str | None,
+                       key: str | None, *, by: str, to: str | None, note: str) -> None:
+    if target in ACTIONS:
+        if not key:
+            raise ValueError(f"`recon mail {target} KEY`: give the message's outbox key "
+                             "(`recon mail RUN` lists them)")
+        if target == "show":
+            await _show(pool, console, key)
+        elif target == "resend":
+            console.print(await handovers.resend(pool, key, by, to, note), markup=False)
+        else:
+            console.print(await handovers.dismiss(pool, key, by, note), markup=False)
+        return
+    if key:
+        raise ValueError(f"unexpected {key!r}: use `recon mail RUN` or `recon mail show KEY`")
+    if target is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,200}", target):
+        raise ValueError(f"not a run id: {target!r} (runs look like recon-2026-10-13-ldh)")
+    rows = await list_messages(pool, target)
+    if not rows:
+        if target:
+            raise LookupError(f"no messages for run {target} (see `recon mail` for all runs)")
+        console.print("the outbox is empty")
+        return
+    rows = rows[-LISTED:]
+    table = Table(title=f"Mail of {target}" if target else f"Mail (newest {len(rows)})")
+    for column in ("key", "kind", "to", "state", "tries", "last error / sent"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        when = f"sent {r['sent_at']:%Y-%m-%d %H:%M:%S}" if r["sent_at"] else (r["last_error"] or "")
+        if r["state"] == "retrying":
+            when += f" (next try {r['next_attempt_at']:%H:%M:%S})"
+        table.add_row(r["key"], r["kind"], r["recipient"], r["state"], str(r["attempts"]), when)
+    console.print(table)
+    if target:
+        console.print((await delivery(pool, target)).line("Debit notes"), markup=False)
+
+
+async def _show(pool: asyncpg.Pool, console: Console, key: str) -> None:
+    row = await get_message(pool, key)
+    if row is None:
+        raise LookupError(f"no message {key!r} in the outbox (see `recon mail`)")
+    domain = mail_domain(load_settings().mail_from)
+    lines = [
+        f"To: {row['recipient']}",
+        f"Subject: {row['subject']}",
+        f"Message-ID: {row['message_id'] or message_id(row['key'], domain)}",
+        f"Idempotency-Key: {row['key']}",
+        f"State: {row['state']} after {row['attempts']} attempt(s)"
+        + (f", sent {row['sent_at']:%Y-%m-%d %H:%M:%S}" if row["sent_at"] else "")
+        + (f", refused {row['failed_at']:%Y-%m-%d %H:%M:%S}" if row["failed_at"] else ""),
+    ]
+    if row["last_error"]:
+        lines.append(f"Last error: {row['last_error']}")
+    if row["body_html"]:
+        lines.append("(also has an HTML part)")
+    console.print("\n".join(lines) + "\n\n" + row["body"], markup=False, highlight=False)

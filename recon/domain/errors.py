@@ -1,0 +1,176 @@
+"""Every exception class of the product, and the three failure classes of docs/design.md §2,
+decided in one place.
+
+temporary  -> retry (same keys) a few times with growing waits
+permanent  -> for one item: park it (handled where the item is known)
+unknown    -> stop the run and hand it to a person
+
+A `Refusal` is for a person at the command line: the request was understood and is refused (or
+a server it needs is not there); the CLI prints its message as one line and exits 1. Each keeps
+the builtin base it always had (ValueError, LookupError, RuntimeError), so code that caught that
+base still catches it. A refusal is never a reason `classify` retries: it is not temporary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+
+
+# ------------------------------------------------------------------ refusals (the CLI's one line)
+class Refusal(Exception):
+    """The product refuses the request as given, or cannot serve it now; the message says why."""
+
+
+class Refused(Refusal):
+    """The command understood the request and refuses it; the message says why."""
+
+
+class UnknownRun(Refusal, LookupError):
+    """No such run in Temporal and nothing of it in Postgres."""
+
+
+class UndoRefused(Refusal, ValueError):
+    """The undo cannot start as asked; one line says why."""
+
+
+class RedoRefused(Refusal, ValueError):
+    """The redo cannot start as asked; one line says why."""
+
+
+class DecisionRefused(Refusal, ValueError):
+    """The decision cannot be sent as given; one line says why."""
+
+
+class NotRefused(Refusal, ValueError):
+    """The message is not one the mail server refused, so there is nothing to resend."""
+
+
+class ScheduleProblem(Refusal, LookupError):
+    """The schedule is missing, exists already, or the request makes no sense; one line."""
+
+
+class SeedError(Refusal, ValueError):
+    """The night cannot be seeded as asked; the message says why in one line."""
+
+
+class ImportProblem(Refusal, ValueError):
+    """The files cannot be imported as they are; one line says why."""
+
+
+class StackError(Refusal, RuntimeError):
+    """The embedded stack could not start; the message is one line for the user."""
+
+
+class DatabaseUnavailable(Refusal, RuntimeError):
+    """Postgres cannot be reached: a one-line reason for the CLI, a temporary error for a step."""
+
+
+class TemporalUnavailable(Refusal, RuntimeError):
+    """Temporal cannot be reached; one line for the user."""
+
+
+# ------------------------------------------------------------------ inside a run
+class UnreadableInvoice(Exception):
+    """Permanent for this one invoice: nobody can read it as it stands. The run parks it."""
+
+    def __init__(self, reason: str, evidence: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.evidence = evidence
+
+
+class UndoRequested(Exception):
+    """Workflow control flow: a person decided the whole run must be undone. Raised and caught
+    inside NightlyReconciliation; never crosses an activity or the CLI."""
+
+    def __init__(self, decision: Any) -> None:  # a recon.domain.models.RecordedDecision
+        super().__init__(decision.decision)
+        self.decision = decision
+
+
+class ChaosFailed(Exception):
+    """The verdict is FAIL; the message is the reason, in one line."""
+
+
+class KeyPayloadConflict(Exception):
+    """The same idempotency key arrived with a different payload: a bug, not a duplicate."""
+
+
+class VerificationFailed(Exception):
+    """A step reached its end but the store does not hold what the step meant to write."""
+
+
+class StaleAttempt(Exception):
+    """This attempt's fencing token is older than the newest one: its work was handed over."""
+
+
+TEMPORARY_PG = (
+    asyncpg.SerializationError,
+    asyncpg.DeadlockDetectedError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.InterfaceError,
+    asyncpg.QueryCanceledError,
+    asyncpg.AdminShutdownError,
+)
+
+
+def _is_temporary_model_error(exc: BaseException) -> bool:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a dependency
+        return False
+    if isinstance(exc, openai.RateLimitError | openai.APIConnectionError | openai.APITimeoutError):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _is_temporal_unreachable(exc: BaseException) -> bool:
+    from temporalio.service import RPCError, RPCStatusCode
+
+    return isinstance(exc, RPCError) and exc.status in (
+        RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN,
+        RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.ABORTED, RPCStatusCode.INTERNAL,
+    )
+
+
+def classify(exc: BaseException) -> str:
+    """'temporary' or 'unknown'. Permanent-for-one-item failures never reach here: they park."""
+    if isinstance(exc, (*TEMPORARY_PG, ConnectionError, TimeoutError, asyncio.TimeoutError)):
+        return "temporary"
+    if isinstance(exc, OSError):
+        return "temporary"
+    if _is_temporary_model_error(exc) or _is_temporal_unreachable(exc):
+        return "temporary"
+    return "unknown"
+
+
+def outage_in_words(exc: BaseException) -> str:
+    """What a temporary error means for the person reading a handover note."""
+    if _is_temporal_unreachable(exc):
+        return "Temporal unreachable"
+    if _is_temporary_model_error(exc):
+        status = getattr(exc, "status_code", None)
+        return f"model provider answering {status}" if status else "model provider unreachable"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):  # an OSError too: ask first
+        return "timed out"
+    if isinstance(exc, (*TEMPORARY_PG, OSError)):
+        return "database unreachable"
+    return "temporary errors"
+
+
+TEMPORARY_FIRST_WAIT = timedelta(seconds=1)
+
+
+def retry_wait(kind: str, attempt: int) -> timedelta | None:
+    """How long the next attempt waits after this error: 1 s, 2 s, 4 s for a temporary error
+    (the service that pushed back needs time), None (the policy's short wait) otherwise. The
+    policy's 0.1 s is meant for a lost worker, where nothing needs to recover."""
+    if kind != "temporary":
+        return None
+    return TEMPORARY_FIRST_WAIT * 2 ** max(attempt - 1, 0)

@@ -1,0 +1,235 @@
+"""What crosses Temporal's history: ids, counts and references, never bulk data."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from recon.domain import keys
+from recon.domain.labels import RunStatus
+
+
+class RunRequest(BaseModel):
+    """Everything the run needs to decide, fixed at start so replay sees the same values."""
+
+    business_date: str
+    warehouse: str
+    finance_head_email: str = "finance.head@distributor.example"
+    extract_batch_size: int = 50
+    post_batch_size: int = 5000
+    heartbeat_seconds: float = 2.0
+    # The gate before debit notes (the irreversible step) hands over when any of these is crossed.
+    max_parked_invoice_ratio: float = 0.10
+    max_adjustment_share: float = 0.05  # adjustments above 5% of the night's invoiced value
+    max_adjustment_total_paise: int = 0  # an absolute cap in paise; 0 means none
+    # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
+    reminder_utc_time: str = "03:30:00"
+    # A redo (`recon redo`) runs this same workflow under its own id for a night that was undone:
+    # steps 1-6 are already in Postgres under `redo_of`, so it posts, books and notifies again,
+    # under the night's keys in the current generation, for one supplier or the whole night.
+    redo_of: str | None = None
+    redo_supplier: str | None = None
+    redo_reason: str = ""
+    redo_by: str = ""
+
+
+class StepInput(BaseModel):
+    """Every step gets the run's identity; the data it needs is in Postgres under workflow_id."""
+
+    workflow_id: str
+    business_date: str
+    warehouse: str
+
+
+class ExtractBatch(BaseModel):
+    workflow_id: str
+    first_seq: int
+    last_seq: int
+
+
+class PostInput(BaseModel):
+    workflow_id: str
+    warehouse: str
+    batch_size: int = 5000
+    supplier_id: str | None = None  # a redo of one supplier; None: the whole night
+
+
+class OutboxInput(BaseModel):
+    workflow_id: str
+    business_date: str
+    warehouse: str
+    finance_head_email: str
+    supplier_id: str | None = None  # a redo of one supplier; None: the whole night
+
+
+class GateInput(BaseModel):
+    workflow_id: str
+    max_parked_invoice_ratio: float
+    max_adjustment_total_paise: int
+    max_adjustment_share: float = 0.05
+    supplier_id: str | None = None  # a redo of one supplier checks that supplier's writes
+
+
+class Count(BaseModel):
+    """A step's result: how many things it handled, and how many it parked."""
+
+    count: int
+    parked: int = 0
+
+
+class PostResult(BaseModel):
+    expected: int
+    inserted: int
+    already_there: int
+    walked_again: int = 0
+    started_at: int = 0
+    amount_paise: int = 0
+
+
+class Progress(BaseModel):
+    workflow_id: str
+    status: str = RunStatus.RUNNING.value
+    current_step: str | None = None
+    steps_done: list[str] = Field(default_factory=list)
+    handovers: int = 0
+    invoices: int = 0
+    extracted: int = 0
+    parked: int = 0
+    lines: int = 0
+    matched: int = 0
+    mismatches: int = 0
+    ledger_posted: int = 0
+    stock_moved: int = 0
+    debit_notes: int = 0
+
+
+class RunSummary(BaseModel):
+    workflow_id: str
+    status: str
+    invoices: int
+    parked: int
+    mismatches: int
+    ledger_posted: int
+    adjustment_total_paise: int
+    stock_movements: int
+    debit_notes: int
+    summary_key: str | None = None
+
+
+DECISIONS = ("resume", "retry", "undo")
+
+
+class HandoverRequest(BaseModel):
+    workflow_id: str  # the Temporal workflow that waits (the night, or a redo of it)
+    posted_for: str | None = None  # whose writes the note reports (a redo reports its night's)
+    handover_no: int
+    step: str
+    error_type: str
+    error_message: str
+    attempts: int
+    next_action: str
+    finance_head_email: str
+
+
+class HandoverNote(BaseModel):
+    workflow_id: str
+    handover_no: int
+    step: str
+    error_type: str
+    error_message: str
+    attempts: int
+    note: str
+
+
+class Decision(BaseModel):
+    """A person's answer. It names the handover it answers; any other number is refused."""
+
+    decision: str
+    by: str
+    note: str = ""
+    handover_no: int = 0
+    # Go on without these invoices: parked with who and why, left out of ledger, stock and notes.
+    park: list[str] = Field(default_factory=list)
+
+
+class RecordedDecision(BaseModel):
+    workflow_id: str
+    handover_no: int
+    decision: str
+    by: str
+    note: str = ""
+    decided_at: str
+    park: list[str] = Field(default_factory=list)
+
+
+class IgnoredDecision(BaseModel):
+    """A signal that could not be taken (stale, unknown, unsigned): kept on the run, not dropped."""
+
+    decision: str
+    by: str
+    handover_no: int
+    reason: str
+    received_at: str
+
+
+class ParkRequest(BaseModel):
+    workflow_id: str
+    handover_no: int
+    invoices: list[str]
+    by: str
+    reason: str
+
+
+class ReminderRequest(BaseModel):
+    workflow_id: str
+    handover_no: int
+    reminder_no: int
+    finance_head_email: str
+
+
+class GateVerdict(BaseModel):
+    """Before the irreversible step: empty `reasons` means the evidence is clear."""
+
+    reasons: list[str] = Field(default_factory=list)
+    # The ledger or stock does not hold what the night calls for: no decision sends notes then.
+    unverified: bool = False
+
+
+class UndoRequest(BaseModel):
+    """What to compensate: a whole run, one supplier of it, or a list of ledger references."""
+
+    run_workflow_id: str
+    supplier_id: str | None = None
+    references: list[str] = Field(default_factory=list)
+    reason: str
+    by: str
+    heartbeat_seconds: float = 2.0
+
+    @property
+    def scope(self) -> str:
+        if self.references:
+            return "references"
+        return f"supplier {self.supplier_id}" if self.supplier_id else "whole run"
+
+    def workflow_id(self) -> str:
+        """The undo's own workflow id, derived from its scope (the shape lives in keys)."""
+        return keys.undo_workflow_id(self.run_workflow_id, self.supplier_id, self.references)
+
+
+class GenerationRequest(BaseModel):
+    """An undo execution opens the run's next generation before it reverses anything."""
+
+    run_workflow_id: str
+    raised_by: str
+
+
+class Reversed(BaseModel):
+    count: int
+    paise: int = 0
+
+
+class UndoResult(BaseModel):
+    undo_workflow_id: str
+    withdrawals: int
+    stock_reversals: int
+    ledger_reversals: int
+    reversed_paise: int

@@ -1,0 +1,73 @@
+"""`recon inspect`: one run's health at a glance, from Postgres (what was written) and Temporal
+(where the run is, how often steps were retried). Outside checks read the JSON form."""
+
+from __future__ import annotations
+
+import asyncpg
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from recon.domain.errors import UnknownRun
+from recon.domain.labels import RECON_STATUS, RunStatus
+from recon.ops.history import read_history
+from recon.store import inspection as store
+from recon.store.model_calls import model_bill
+
+
+async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:
+    counts = await store.inspection_counts(pool, workflow_id)
+    bill = await model_bill(pool, workflow_id)
+    # `model_calls` counts answered requests (its meaning before every request had a row)
+    counts.update(model_calls=bill.answered, model_requests=bill.requests,
+                  model_tokens=bill.tokens, model_cost_usd=bill.cost_usd)
+    facts: dict = {"run": workflow_id}
+    try:
+        handle = client.get_workflow_handle(workflow_id)
+        description = await handle.describe()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        if not any(counts.values()):
+            raise UnknownRun(f"no run {workflow_id!r}: check the id with `recon handovers` "
+                             "or the Web UI") from None
+        facts.update(status="unknown", activity_retries=None, history_events=None, steps={})
+        facts.update(counts)
+        return facts
+    status = description.status or WorkflowExecutionStatus.RUNNING
+    business = description.typed_search_attributes.get(RECON_STATUS)
+    pending_retries = sum(
+        max(0, p.attempt - 1) for p in description.raw_description.pending_activities
+    )
+    if status == WorkflowExecutionStatus.RUNNING:
+        label = "awaiting_decision" if business == RunStatus.AWAITING_DECISION else "running"
+    else:
+        label = status.name.lower()
+    history = await read_history(handle)
+    facts.update(
+        status=label,
+        run_id=description.run_id,
+        activity_retries=history.activity_retries + pending_retries,
+        restarts=sum(1 for s in history.steps.values() if s.max_attempt > 1),
+        history_events=history.events,
+        steps={
+            name: {"activities": s.activities, "max_attempt": s.max_attempt,
+                   "retries": s.retries, "completed": s.completed}
+            for name, s in history.steps.items()
+        },
+    )
+    facts.update(counts)
+    return facts
+
+
+async def ledger_lines(pool: asyncpg.Pool, workflow_id: str) -> list[str]:
+    """Every ledger entry of a run, one line each: reference, supplier, amount, state."""
+    from recon.domain.money import rupees
+
+    rows = await store.ledger_references(pool, workflow_id)
+    if not rows:
+        raise UnknownRun(f"run {workflow_id} has no ledger entries")
+    return [
+        f"{r['reference']}  {r['supplier_id']}  {rupees(r['amount_paise'])}  "
+        + ("reversal" if r["kind"] == "reversal" else "reversed" if r["reversed"] else "live")
+        for r in rows
+    ]

@@ -1,0 +1,236 @@
+"""Settings, read from the environment first and from `.recon/env` second.
+
+`recon dev` writes `.recon/env` so every other command (worker, run, inspect, ...) finds the
+embedded servers without the user exporting anything. Production sets the same variables.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_FILE_NAME = "env"
+
+
+def state_dir() -> Path:
+    """Where the embedded stack keeps its data: `.recon/` in the working directory by default."""
+    return Path(os.environ.get("RECON_HOME", str(DEFAULTS["RECON_HOME"]))).resolve()
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse KEY=VALUE lines; blank lines and comments are ignored."""
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def write_env_file(path: Path, values: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "# written by `recon dev`; the environment overrides every line\n"
+    body += "".join(f"{key}={value}\n" for key, value in sorted(values.items()))
+    path.write_text(body)
+
+
+# Every variable recon reads, with its default (None: unset). The one place defaults live: the
+# README's Configuration table and RunRequest's defaults are held to this table by
+# tests/unit/test_readme_config.py, and a variable read without an entry here fails at once.
+DEFAULTS: dict[str, str | int | float | None] = {
+    "TEMPORAL_ADDRESS": "localhost:7233",
+    "TEMPORAL_NAMESPACE": "default",
+    "DATABASE_URL": None,
+    "RECON_TASK_QUEUE": "recon",
+    "RECON_WAREHOUSE": "ldh",
+    "RECON_HOME": ".recon",
+    "OPENAI_API_KEY": None,
+    "OPENAI_BASE_URL": None,
+    "RECON_MODEL": "gpt-4o-mini",
+    "RECON_POST_BATCH": 5000,
+    "RECON_EXTRACT_BATCH": 50,
+    "RECON_EXTRACT_CONCURRENCY": 8,
+    "RECON_HEARTBEAT_SECONDS": 2.0,
+    "RECON_OUTAGE_WINDOW": 1800.0,
+    "RECON_MODEL_PRICE_IN": 0.0,
+    "RECON_MODEL_PRICE_OUT": 0.0,
+    "RECON_MODEL_RPM": 0,
+    "RECON_MODEL_TPM": 0,
+    "RECON_MODEL_TIMEOUT": 60.0,
+    "RECON_MODEL_TRIES": 3,
+    "RECON_MODEL_RETRY_WAIT": 1.0,
+    "RECON_MODEL_MAX_FAILED_SHARE": 0.10,
+    "RECON_GATE_MAX_PARKED_RATIO": 0.10,
+    "RECON_GATE_MAX_ADJUSTMENT_SHARE": 0.05,
+    "RECON_GATE_MAX_TOTAL_PAISE": 0,
+    "RECON_FINANCE_HEAD": "finance.head@distributor.example",
+    "RECON_REMINDER_UTC": "03:30:00",
+    "SMTP_URL": None,
+    "RECON_MAIL_FROM": "recon@distributor.example",
+    "RECON_MAIL_RETRY_SECONDS": 5.0,
+    "RECON_MAIL_POLL_SECONDS": 30.0,
+    "RECON_SENDER_LANES": 4,
+    "RECON_LOG_FORMAT": None,  # console in a terminal, JSON otherwise (recon/runtime/logs.py)
+    "RECON_LOG_LEVEL": "INFO",
+    "RECON_METRICS_PORT": 0,
+    "RECON_METRICS_REFRESH": 10.0,
+    "RECON_FAILPOINTS": "",
+    "RECON_FAILPOINT_RELEASE": "",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `load_settings` read; every default comes from DEFAULTS (no field restates one)."""
+
+    temporal_address: str
+    temporal_namespace: str
+    database_url: str | None
+    task_queue: str
+    warehouse: str
+    finance_head_email: str
+    post_batch_size: int
+    extract_batch_size: int
+    extract_concurrency: int
+    openai_api_key: str | None
+    openai_base_url: str | None
+    model: str
+    failpoints: str
+    gate_max_parked_ratio: float
+    gate_max_total_paise: int
+    gate_max_adjustment_share: float
+    heartbeat_seconds: float
+    reminder_utc_time: str
+    outage_window_seconds: float
+    # Mail delivery (recon/mail/): no SMTP_URL means nothing is sent; `recon dev` sets one.
+    smtp_url: str | None
+    mail_from: str
+    mail_retry_seconds: float
+    mail_poll_seconds: float
+    sender_lanes: int
+    # the paid model (see docs/model-calls.md): limits, prices and per-invoice retries
+    model_timeout: float
+    model_rpm: int
+    model_tpm: int
+    model_price_in: float
+    model_price_out: float
+    model_tries: int
+    model_retry_wait: float
+    model_max_failed_share: float
+    metrics_port: int  # RECON_METRICS_PORT: Prometheus endpoint of the worker; 0 = none
+    metrics_refresh_seconds: float  # RECON_METRICS_REFRESH: gauges read from Postgres
+
+
+def default_of(key: str) -> str | int | float | None:
+    """The default of one variable; a name missing from DEFAULTS is a bug, so it raises."""
+    return DEFAULTS[key]
+
+
+def _text(values: dict[str, str], key: str) -> str | None:
+    default = default_of(key)
+    return values.get(key, None if default is None else str(default))
+
+
+def _str(values: dict[str, str], key: str) -> str:
+    text = _text(values, key)
+    assert text is not None, f"{key} has no default"
+    return text
+
+
+def _int(values: dict[str, str], key: str, minimum: int = 1) -> int:
+    default = default_of(key)
+    assert isinstance(default, int)
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        number = int(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a whole number, got {raw!r}") from None
+    if number < minimum:
+        raise ValueError(f"{key} must be at least {minimum}, got {number}")
+    return number
+
+
+def _number(values: dict[str, str], key: str, *, zero_allowed: bool) -> float:
+    default = default_of(key)
+    assert isinstance(default, float)
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        number = float(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, got {raw!r}") from None
+    if number < 0 or (number == 0 and not zero_allowed):
+        raise ValueError(f"{key} must be {'at least' if zero_allowed else 'above'} 0, got {number}")
+    return number
+
+
+def _float(values: dict[str, str], key: str) -> float:
+    """A number above 0 (a timeout, a share, an interval)."""
+    return _number(values, key, zero_allowed=False)
+
+
+def _amount(values: dict[str, str], key: str) -> float:
+    """A number that may be 0 (a price, a limit that is off)."""
+    return _number(values, key, zero_allowed=True)
+
+
+def _clock(values: dict[str, str], key: str) -> str:
+    raw = values.get(key) or str(default_of(key))
+    parts = raw.split(":")
+    try:
+        h, m, sec = (int(p) for p in (parts + ["0", "0"])[:3])
+    except ValueError:
+        raise ValueError(f"{key} must be HH:MM[:SS] in UTC, got {raw!r}") from None
+    if len(parts) > 3 or not (0 <= h < 24 and 0 <= m < 60 and 0 <= sec < 60):
+        raise ValueError(f"{key} must be HH:MM[:SS] in UTC, got {raw!r}")
+    return f"{h:02d}:{m:02d}:{sec:02d}"
+
+
+def load_settings() -> Settings:
+    """Environment wins over `.recon/env`; defaults fill in the rest."""
+    values = read_env_file(state_dir() / ENV_FILE_NAME)
+    values.update({k: v for k, v in os.environ.items() if v != ""})
+    return Settings(
+        temporal_address=_str(values, "TEMPORAL_ADDRESS"),
+        temporal_namespace=_str(values, "TEMPORAL_NAMESPACE"),
+        database_url=_text(values, "DATABASE_URL"),
+        task_queue=_str(values, "RECON_TASK_QUEUE"),
+        warehouse=_str(values, "RECON_WAREHOUSE"),
+        finance_head_email=_str(values, "RECON_FINANCE_HEAD"),
+        post_batch_size=_int(values, "RECON_POST_BATCH"),
+        extract_batch_size=_int(values, "RECON_EXTRACT_BATCH"),
+        extract_concurrency=_int(values, "RECON_EXTRACT_CONCURRENCY"),
+        openai_api_key=_text(values, "OPENAI_API_KEY"),
+        openai_base_url=_text(values, "OPENAI_BASE_URL"),
+        model=_str(values, "RECON_MODEL"),
+        failpoints=_str(values, "RECON_FAILPOINTS"),
+        gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO"),
+        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", minimum=0),
+        gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE"),
+        heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS"),
+        reminder_utc_time=_clock(values, "RECON_REMINDER_UTC"),
+        outage_window_seconds=_float(values, "RECON_OUTAGE_WINDOW"),
+        smtp_url=_text(values, "SMTP_URL"),
+        mail_from=_str(values, "RECON_MAIL_FROM"),
+        mail_retry_seconds=_float(values, "RECON_MAIL_RETRY_SECONDS"),
+        mail_poll_seconds=_float(values, "RECON_MAIL_POLL_SECONDS"),
+        sender_lanes=_int(values, "RECON_SENDER_LANES"),
+        model_timeout=_float(values, "RECON_MODEL_TIMEOUT"),
+        model_rpm=_int(values, "RECON_MODEL_RPM", minimum=0),
+        model_tpm=_int(values, "RECON_MODEL_TPM", minimum=0),
+        model_price_in=_amount(values, "RECON_MODEL_PRICE_IN"),
+        model_price_out=_amount(values, "RECON_MODEL_PRICE_OUT"),
+        model_tries=_int(values, "RECON_MODEL_TRIES"),
+        model_retry_wait=_amount(values, "RECON_MODEL_RETRY_WAIT"),
+        model_max_failed_share=_amount(values, "RECON_MODEL_MAX_FAILED_SHARE"),
+        metrics_port=_int(values, "RECON_METRICS_PORT", minimum=0),
+        metrics_refresh_seconds=_float(values, "RECON_METRICS_REFRESH"),
+    )

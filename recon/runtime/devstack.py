@@ -1,0 +1,155 @@
+"""`recon dev`: the whole embedded stack in one command, stopped cleanly on Ctrl-C or SIGTERM.
+
+Temporal dev server (Web UI), embedded Postgres (data under `.recon/`), the schema, a loopback
+mail server keeping every message in `.recon/mail/` (Maildir), a worker (which also delivers the
+outbox), and `.recon/env` so every other command finds them. It watches its servers: one that
+dies is started again on the same data and ports, with one line saying so. A previous
+`recon dev` that was killed leaves servers behind; starting again stops those first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from recon.mail.smtp_sink import MailSink
+from recon.runtime.config import ENV_FILE_NAME, Settings, load_settings, write_env_file
+from recon.runtime.embedded import EmbeddedPostgres, StackError, TemporalDevServer, port_open
+from recon.store.db import connect_pool, migrate
+
+MAIL_PORT = 1025
+
+
+# The worker's entry point: `worker.run_worker(settings, stop=event)`.
+RunWorker = Callable[..., Awaitable[None]]
+
+
+@dataclass
+class RunningStack:
+    temporal: TemporalDevServer
+    postgres: EmbeddedPostgres
+    mail: MailSink | None = None  # the loopback mail server, when this process runs one
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://localhost:{self.temporal.ui_port}"
+
+    def settings(self, base: Settings | None = None) -> Settings:
+        return replace(base or load_settings(), temporal_address=self.temporal.address,
+                       database_url=self.postgres.url)
+
+
+@contextlib.contextmanager
+def embedded_stack(state: Path, port: int, ui_port: int, persistent: bool) -> Iterator[RunningStack]:
+    postgres = EmbeddedPostgres(state)
+    temporal = TemporalDevServer(state, port=port, ui_port=ui_port, persistent=persistent)
+    postgres.start()
+    try:
+        temporal.start()
+        try:
+            yield RunningStack(temporal, postgres)
+        finally:
+            temporal.stop()
+    finally:
+        postgres.stop()
+
+
+async def prepare_database(url: str) -> None:
+    pool = await connect_pool(url)
+    try:
+        await migrate(pool)
+    finally:
+        await pool.close()
+
+
+@contextlib.contextmanager
+def loopback_mail(maildir: Path) -> Iterator[MailSink | None]:
+    """The embedded mail server (port 1025, else any free port), unless SMTP_URL is set in the
+    environment: then mail goes there and nothing is started."""
+    if os.environ.get("SMTP_URL"):
+        yield None
+        return
+    try:
+        sink = MailSink(maildir, port=0 if port_open(MAIL_PORT) else MAIL_PORT).start()
+    except OSError:  # 1025 was taken between the check and the bind
+        sink = MailSink(maildir).start()
+    try:
+        yield sink
+    finally:
+        sink.stop()
+
+
+def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, announce,
+            say: Callable[[str], None] = print) -> None:
+    """Blocks until Ctrl-C or SIGTERM, then stops everything it started. `worker` is the worker's
+    entry point (`worker.run_worker`), handed in by the CLI: the runtime never imports the worker."""
+    with embedded_stack(state, port, ui_port, persistent=True) as stack, \
+            loopback_mail(state / "mail") as mail:
+        stack.mail = mail
+        asyncio.run(prepare_database(stack.postgres.url))
+        env = {
+            "TEMPORAL_ADDRESS": stack.temporal.address,
+            "DATABASE_URL": stack.postgres.url,
+            "RECON_TEMPORAL_UI": stack.ui_url,
+        }
+        if mail is not None:
+            env["SMTP_URL"] = mail.url
+        write_env_file(state / ENV_FILE_NAME, env)
+        announce(stack)
+        asyncio.run(_serve(stack, worker, say))
+    (state / ENV_FILE_NAME).unlink(missing_ok=True)
+
+
+async def _serve(stack: RunningStack, worker: RunWorker | None, say: Callable[[str], None]) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [asyncio.ensure_future(supervise(stack, stop, say))]
+    if worker is not None:
+        tasks.append(asyncio.ensure_future(_keep_worker(worker, stack.settings(), stop, say)))
+    await stop.wait()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def supervise(stack: RunningStack, stop: asyncio.Event, say: Callable[[str], None],
+                    every: float = 0.5) -> None:
+    """Notice when a server of ours dies and start it again on the same data and port: a
+    developer's runs wait for it instead of the whole stack silently going away."""
+    while not stop.is_set():
+        code = stack.temporal.exit_code()
+        if code is not None:
+            say(f"Temporal dev server exited (code {code}); restarting on the same data")
+            try:
+                stack.temporal.start()  # in this thread: the server is tied to it (PDEATHSIG)
+            except StackError as exc:
+                say(f"Temporal dev server did not start again: {exc}; trying again")
+        if stack.postgres.postmaster_pid() is None and not stop.is_set():
+            say("Postgres exited; restarting on the same data")
+            try:
+                await asyncio.to_thread(stack.postgres.start_again)
+            except StackError as exc:
+                say(f"Postgres did not start again: {exc}; trying again")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
+
+
+async def _keep_worker(run_worker: RunWorker, settings: Settings, stop: asyncio.Event,
+                       say: Callable[[str], None]) -> None:
+    """The dev stack's worker; if it stops on its own (a server was down when it started, or it
+    lost one for good) it starts again a moment later."""
+    while not stop.is_set():
+        try:
+            await run_worker(settings, stop=stop)
+        except Exception as exc:  # noqa: BLE001 - any reason: say it and start again
+            if stop.is_set():
+                return
+            say(f"worker stopped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
+                "starting it again")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)

@@ -1,0 +1,181 @@
+"""`recon demo`: the crash story, end to end, on the embedded stack.
+
+Seed one night, start two workers on one task queue (as production runs them); the one that takes
+step 7 dies hard at entry 24, the other one finishes the run. Then show what happened: each
+step's attempts, the restart, and that the ledger holds each entry once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from recon.documents.seed import seed_night
+from recon.domain.models import PostResult
+from recon.domain.steps import STEPS
+from recon.mail.demo_mail import deliver_demo_mail
+from recon.mail.smtp_sink import MailSink
+from recon.ops.history import read_history
+from recon.ops.inspection import inspect_run
+from recon.runtime.config import state_dir
+from recon.runtime.devstack import RunningStack, embedded_stack
+from recon.runtime.embedded import free_port, port_open
+from recon.runtime.temporal_client import connect
+from recon.store.chaos_checks import ledger_rows
+from recon.store.db import connect_pool, migrate
+
+DEMO_DATE, DEMO_WAREHOUSE = "2026-10-13", "ldh"
+DEMO_INVOICES, DEMO_MISMATCHES, CRASH_AT = 312, 40, 24
+DEMO_QUEUE = "recon-demo"
+
+
+@dataclass
+class DemoOutcome:
+    facts: dict
+    crash_to_finish: float
+    crash_exit_code: int
+    resumed_after: int
+    walked_again: int
+    mail: str = ""  # what the loopback mail server received for the run
+
+
+def _spawn_worker(stack: RunningStack, log: Path, **env: str) -> subprocess.Popen:
+    full = dict(os.environ)
+    full.update(
+        TEMPORAL_ADDRESS=stack.temporal.address, DATABASE_URL=stack.postgres.url,
+        RECON_TASK_QUEUE=DEMO_QUEUE, RECON_POST_BATCH="5", PYTHONUNBUFFERED="1", **env,
+    )
+    full.pop("OPENAI_API_KEY", None)
+    full.pop("OPENAI_BASE_URL", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "recon.cli", "worker", "--no-sender"], env=full, stdout=log.open("wb"),
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )
+
+
+async def _wait_first_exit(workers: list[subprocess.Popen], timeout: float) -> tuple[int, int]:
+    """(worker number from 1, exit code) of the first worker to exit."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for n, process in enumerate(workers, 1):
+            if process.poll() is not None:
+                return n, process.returncode
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no worker reached entry {CRASH_AT} in {timeout}s")
+        await asyncio.sleep(0.01)
+
+
+async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcome:
+    settings = stack.settings()
+    pool = await connect_pool(stack.postgres.url)
+    workers: list[subprocess.Popen] = []
+    try:
+        await migrate(pool)
+        seeded = await seed_night(pool, DEMO_DATE, DEMO_WAREHOUSE, DEMO_INVOICES, DEMO_MISMATCHES)
+        console.print(
+            f"seeded {seeded.invoices} invoices for {DEMO_DATE} at {DEMO_WAREHOUSE}: "
+            f"{len(seeded.adjustments)} adjustments due, {len(seeded.unreadable)} unreadable, "
+            f"{len(seeded.no_po_invoices)} citing no PO, {len(seeded.unknown_sku_lines)} unknown SKUs"
+        )
+        client = await connect(settings)
+        # Both workers carry the failpoint; it fires only in step 7's first attempt, so whichever
+        # worker takes step 7 dies there and the other one finishes the retry.
+        workers += [_spawn_worker(stack, state / f"worker-{n}.log",
+                                  RECON_FAILPOINTS=f"post_adjustments:{CRASH_AT}:first")
+                    for n in (1, 2)]
+        from starter import start_night
+
+        settings = replace(settings, task_queue=DEMO_QUEUE, post_batch_size=5)
+        handle = await start_night(client, settings, DEMO_DATE, DEMO_WAREHOUSE)
+        console.print(f"started {handle.id}; workers 1 and 2 poll its task queue, and the one "
+                      f"that runs step 7 will die at entry {CRASH_AT}")
+        dead, code = await _wait_first_exit(workers, 120)
+        crashed_at = time.monotonic()
+        posted = await ledger_rows(pool, handle.id)
+        console.print(f"worker {dead} exited hard (code {code}) with {posted} entries committed; "
+                      f"worker {3 - dead} carries on")
+        await asyncio.wait_for(handle.result(), 120)
+        finished = time.monotonic() - crashed_at
+        mail = await deliver_demo_mail(stack, pool, handle.id) if stack.mail else ""
+        facts = await inspect_run(client, pool, handle.id)
+        history = await read_history(handle)
+        result = PostResult(expected=0, inserted=0, already_there=0)
+        payloads = history.completed_results.get("post_adjustments")
+        if payloads:
+            result = pydantic_data_converter.payload_converter.from_payloads(
+                payloads[-1].payloads, [PostResult])[0]
+        facts["steps_table"] = [
+            (name, history.steps[name].max_attempt if name in history.steps else 0,
+             history.steps[name].activities if name in history.steps else 0)
+            for name in STEPS
+        ]
+        return DemoOutcome(facts, finished, code, result.started_at, result.walked_again, mail)
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.terminate()
+                try:
+                    worker.wait(10)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+        await pool.close()
+
+
+def show(outcome: DemoOutcome, console: Console) -> None:
+    table = Table(title="Nightly reconciliation recon-2026-10-13-ldh")
+    table.add_column("#", justify="right")
+    table.add_column("step")
+    table.add_column("activities", justify="right")
+    table.add_column("attempts", justify="right")
+    table.add_column("note")
+    for n, (name, attempts, activities) in enumerate(outcome.facts["steps_table"], 1):
+        note = ""
+        if name == "post_adjustments":
+            note = (f"worker killed at entry {CRASH_AT}; attempt {attempts} resumed after entry "
+                    f"{outcome.resumed_after}, walked {outcome.walked_again} again")
+        table.add_row(str(n), name, str(activities), str(attempts), note)
+    console.print(table)
+    f = outcome.facts
+    console.print(f"ledger rows: {f['ledger_rows']}, distinct keys: {f['distinct_keys']}")
+    console.print(f"model calls: {f['model_calls']} (invoices: {f['invoices']}, "
+                  f"not {2 * f['invoices']})")
+    console.print(f"invoice reads: {f['invoice_reads']}")
+    console.print(f"stock movements: {f['stock_movements']}, outbox rows: {f['outbox_rows']}, "
+                  f"parked items: {f['parked']}")
+    console.print(f"activity retries: {f['activity_retries']}, history events: "
+                  f"{f['history_events']}")
+    console.print(f"crash to finished run: {outcome.crash_to_finish:.1f} s")
+    if outcome.mail:
+        console.print(outcome.mail, markup=False, highlight=False)
+
+
+def run_demo(exit_at_once: bool, console: Console) -> DemoOutcome:
+    state = state_dir() / "demo"
+    shutil.rmtree(state, ignore_errors=True)
+    port = 7233 if not port_open(7233) else free_port()
+    ui_port = 8233 if not port_open(8233) else free_port()
+    with embedded_stack(state, port, ui_port, persistent=False) as stack, \
+            MailSink(state / "mail") as mail:
+        stack.mail = mail
+        console.print(f"Temporal Web UI: {stack.ui_url}  (Temporal at {stack.temporal.address})")
+        outcome = asyncio.run(play(stack, state, console))
+        show(outcome, console)
+        if not exit_at_once and sys.stdin.isatty():
+            console.print(f"\nOpen {stack.ui_url}/namespaces/default/workflows to read the run's "
+                          "history. Ctrl-C stops the servers.")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                console.print("stopping")
+    return outcome

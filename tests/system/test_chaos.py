@@ -1,0 +1,112 @@
+"""`recon chaos` as a user runs it, short: a real scratch stack, real worker processes killed and
+frozen, both servers restarted, and the verdict it prints. It must leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+
+def _chaos(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))
+           and k not in ("DATABASE_URL", "TEMPORAL_ADDRESS")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return subprocess.run([sys.executable, "-m", "recon.cli", "chaos", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _scratch_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("recon-chaos-*")}
+
+
+@pytest.mark.slow
+def test_chaos_night_equals_the_control_night_and_cleans_up() -> None:
+    before = _scratch_dirs()
+    # The night under faults waits before its last step until every planned fault has landed
+    # (recon/tools/chaos/plan.py HELD_STEP), so all eight land on a fast machine as on a slow one.
+    done = _chaos("--invoices", "2000", "--kills", "5", "--freezes", "1", "--restarts", "1",
+                  "--seed", "11", "--timeout", "400", timeout=480)
+    out = done.stdout
+    lines = out.strip().splitlines()
+    assert lines and lines[-1] == "PASS", out[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0
+    # Every fault was really done and printed with its moment and target, and measured.
+    applied = int(re.search(r"^(\d+) faults applied", out, re.M).group(1))
+    assert applied == 8, out[-4000:]
+    assert "not (the run finished first" not in out
+    assert len(re.findall(r"crash → progress +[\d.]+ s, crash → finished +[\d.]+ s", out)) == applied
+    kills = len(re.findall(r"^\[\s*[\d.]+s\] kill worker-\d+ \(pid \d+\): SIGKILL", out, re.M))
+    assert kills == 5
+    assert re.search(r"kill Temporal dev server .*SIGKILL", out), "the Temporal restart landed"
+    assert re.search(r"start Temporal dev server again on the same data", out)
+    assert re.search(r"stop Postgres \(immediate\)", out), "the Postgres restart landed"
+    assert re.search(r"start Postgres again on the same data", out)
+    if re.search(r"^\[\s*[\d.]+s\] freeze worker-\d+ \(pid \d+\): SIGSTOP", out, re.M):
+        assert re.search(r"^\[\s*[\d.]+s\] thaw worker-\d+", out, re.M)
+    control = re.search(r"^control: +(.*)$", out, re.M).group(1)
+    faults = re.search(r"^under faults: +(.*)$", out, re.M).group(1)
+    assert control == faults and "ledger_entries 200" in control and "model requests 2000" in control
+    assert _scratch_dirs() <= before, "the scratch stack's temp dir was removed"
+    assert not subprocess.run(["pgrep", "-f", "recon-chaos-"], capture_output=True).stdout
+
+
+def test_chaos_refuses_bad_input_in_one_line() -> None:
+    for args in (("--invoices", "0"), ("--kills", "-1"), ("--date", "2026-13-01"),
+                 ("--invoices", "10", "--mismatches", "999")):
+        done = _chaos(*args, timeout=60)
+        assert done.returncode != 0, args
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, args
+
+
+def test_first_difference_names_the_row_and_column() -> None:
+    from recon.tools.chaos.compare import first_difference
+
+    control = {"ledger_entries": {("{run}:INV-1:1:qty",): {"amount_paise": 500, "kind": "qty"}},
+               "model_calls": {("INV-1",): {"requests": 1}}}
+    same = {k: {kk: dict(vv) for kk, vv in v.items()} for k, v in control.items()}
+    assert first_difference(control, same) is None
+    paid_twice = {**same, "model_calls": {("INV-1",): {"requests": 2}}}
+    assert first_difference(control, paid_twice) == (
+        "model_calls: INV-1 requests is 2 under faults, 1 in the control night")
+    missing = {**same, "ledger_entries": {}}
+    assert "missing under faults" in first_difference(control, missing)
+    extra = {**same, "ledger_entries": {**same["ledger_entries"], ("{run}:INV-1:1:price",): {
+        "amount_paise": 9, "kind": "price"}}}
+    assert "{run}:INV-1:1:price is extra under faults" in first_difference(control, extra)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_process_and_deletes_the_scratch_dir(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))
+           and k not in ("DATABASE_URL", "TEMPORAL_ADDRESS")}
+    env["PYTHONUNBUFFERED"] = "1"
+    log = tmp_path / "chaos.log"
+    chaos = subprocess.Popen(
+        [sys.executable, "-m", "recon.cli", "chaos", "--invoices", "300", "--kills", "3",
+         "--freezes", "1", "--restarts", "1", "--seed", "5"],
+        cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 180
+    while not re.search(r"\] (kill|freeze|stop) ", log.read_text()):
+        assert chaos.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    chaos.send_signal(signal.SIGINT)
+    assert chaos.wait(60) == 130
+    out = log.read_text()
+    root = re.search(r"scratch stack in (\S+):", out).group(1)
+    assert not Path(root).exists()
+    assert not subprocess.run(["pgrep", "-f", root], capture_output=True).stdout
+    for pid in map(int, re.findall(r"pid (\d+)\)", out)):
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()

