@@ -68,6 +68,7 @@ from recon.domain.money import rupees  # noqa: E402
 from recon.domain.steps import STEPS  # noqa: E402
 from recon.runtime.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
+from recon.runtime.keyring import keyring_env  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
 
@@ -308,6 +309,7 @@ async def serving(stack: RunningStack, settings, workers: int) -> AsyncIterator[
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))}
     env.update(TEMPORAL_ADDRESS=stack.temporal.address, DATABASE_URL=stack.postgres.url,
                RECON_TASK_QUEUE=settings.task_queue, PYTHONUNBUFFERED="1")
+    env.update(keyring_env(settings.payload_keyring, settings.payload_keys_file))  # same keys
     logs = [stack.temporal.state / f"worker-{settings.task_queue}-{n}.log" for n in range(workers)]
     procs = [subprocess.Popen([sys.executable, "-m", "recon.cli", "worker"], cwd=ROOT, env=env,
                               stdout=log.open("wb"), stderr=subprocess.STDOUT,
@@ -418,6 +420,7 @@ async def run(args: argparse.Namespace) -> int:
     state = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="recon-bench-night-"))
     state.mkdir(parents=True, exist_ok=True)
     nights: list[Night] = []
+    codec_ops: dict[str, float] | None = None
     port, ui_port = free_port(), free_port()
     print(f"starting embedded Temporal (:{port}, in memory) and Postgres in {state} ...", flush=True)
     try:
@@ -430,6 +433,10 @@ async def run(args: argparse.Namespace) -> int:
                       f"server {await pool.fetchval('SHOW server_version')}; "
                       f"{args.invoices:,} invoices, {args.mismatches:,} mismatches, "
                       f"{args.repeats} night(s)", flush=True)
+                keyring = stack.settings().payload_keyring
+                print("payloads " + (f"encrypted (AES-GCM, key {keyring.current_id})" if keyring
+                                     else "not encrypted (no RECON_PAYLOAD_KEYS)"), flush=True)
+                codec_ops = count_codec_ops() if keyring and args.workers == 0 else None
                 for r in range(args.repeats):
                     day = (FIRST_DATE + timedelta(days=r)).isoformat()
                     nights.append(await run_night(stack, client, pool, day, args.invoices,
@@ -443,9 +450,33 @@ async def run(args: argparse.Namespace) -> int:
 
     for n in nights:
         show_night(n)
+    if codec_ops is not None:  # the client and the worker both ran in this process
+        print(f"codec (this process, {len(nights)} night(s)): {codec_ops['seal']:,} payloads sealed, "
+              f"{codec_ops['open']:,} opened, {codec_ops['seconds'] * 1e3:.1f} ms in the codec")
     if len(nights) > 1:
         show_median(nights)
     return 0 if all(n.ok for n in nights) else 1
+
+
+def count_codec_ops() -> dict[str, float]:
+    """Count and time every seal and open of this process (the bench's client and its in-process
+    worker): what encryption costs a night, measured rather than estimated."""
+    from recon.runtime.codec import PayloadCipher
+
+    ops: dict[str, float] = {"seal": 0, "open": 0, "seconds": 0.0}
+    for name in ("seal", "open"):
+        original = getattr(PayloadCipher, name)
+
+        def timed(self, payload, _original=original, _name=name):
+            started = time.perf_counter()
+            try:
+                return _original(self, payload)
+            finally:
+                ops["seconds"] += time.perf_counter() - started
+                ops[_name] += 1
+
+        setattr(PayloadCipher, name, timed)
+    return ops
 
 
 def main() -> None:

@@ -1,11 +1,14 @@
 """Take the README's Web UI screenshots against a real run on the embedded stack.
 
     uv run --with playwright python docs/screenshots.py        # needs a Chromium: apt-get install chromium
+    uv run --with playwright python docs/screenshots.py --encrypted   # codec-decoded-memo.png
 
 Starts its own Temporal dev server (with the Web UI) and Postgres, seeds a night whose gate hands
 over to a person, and photographs the Workflows list filtered to runs awaiting a decision, the
 waiting run's page (summary, current details, search attributes) and the finished run's page.
 Playwright drives the system Chromium (CHROMIUM=/path to choose another); it downloads nothing.
+`--encrypted` runs the same night with a fresh payload key: the Web UI reads every payload
+through recon's codec server, and the finished run's memo is photographed as the UI shows it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from recon.domain.models import Decision  # noqa: E402
 from recon.runtime.config import load_settings  # noqa: E402
 from recon.runtime.devstack import embedded_stack, prepare_database  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
+from recon.runtime.keyring import new_key_line, parse_keyring  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 DAY, WAREHOUSE = "2026-10-13", "ldh"
@@ -47,7 +51,7 @@ async def shoot(page, url: str, path: Path, wait_for: str, tab: str | None = Non
     print(f"wrote {path.relative_to(ROOT)}")
 
 
-async def main(ui: str, settings) -> None:
+async def main(ui: str, settings, encrypted: bool = False) -> None:
     from playwright.async_api import async_playwright
 
     from recon.runtime.temporal_client import connect
@@ -68,6 +72,15 @@ async def main(ui: str, settings) -> None:
                 executable_path=os.environ.get("CHROMIUM") or shutil.which("chromium"),
                 args=["--no-sandbox"])
             page = await browser.new_page(viewport={"width": 1440, "height": 1000})
+            if encrypted:
+                await handle.execute_update("decide", Decision(
+                    decision="resume", by="asha", note="prices checked with Sharma Foods", handover_no=1))
+                await handle.result()
+                await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
+                            OUT / "codec-decoded-memo.png", "COMPLETED", tab="Memo")
+                await browser.close()
+                await pool.close()
+                return
             query = urllib.parse.quote('ReconStatus="AwaitingDecision"')
             await shoot(page, f"{ui}/namespaces/default/workflows?query={query}",
                         OUT / "awaiting-decision.png", handle.id)
@@ -76,7 +89,7 @@ async def main(ui: str, settings) -> None:
             await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
                         OUT / "run-waiting.png", "RUNNING", tab="User Metadata")
             await handle.execute_update("decide", Decision(decision="resume", by="asha",
-                                                           note="checked with the supplier"))
+                                                           note="checked with the supplier", handover_no=1))
             await handle.result()
             await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
                         OUT / "run-completed.png", "COMPLETED", tab="Memo")
@@ -85,12 +98,18 @@ async def main(ui: str, settings) -> None:
 
 
 if __name__ == "__main__":
+    encrypted = "--encrypted" in sys.argv[1:]
+    base = load_settings()
+    if encrypted:
+        base = replace(base, payload_keyring=parse_keyring([new_key_line("shots-1")], "screenshots"))
     state = Path(tempfile.mkdtemp(prefix="recon-shots-"))
     try:
-        with embedded_stack(state, free_port(), free_port(), persistent=False) as stack:
+        with embedded_stack(state, free_port(), free_port(), persistent=False, settings=base) as stack:
             asyncio.run(prepare_database(stack.postgres.url))
-            settings = replace(stack.settings(load_settings()), gate_max_total_paise=100,
+            if stack.codec is not None:
+                print(f"payloads encrypted; the Web UI decodes through {stack.codec.url()}")
+            settings = replace(stack.settings(base), gate_max_total_paise=100,
                                task_queue="screenshots")
-            asyncio.run(main(stack.ui_url, settings))
+            asyncio.run(main(stack.ui_url, settings, encrypted))
     finally:
         shutil.rmtree(state, ignore_errors=True)

@@ -30,9 +30,16 @@ from recon.runtime.config import load_settings
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port
 from recon.runtime.temporal_client import connect
 from recon.store.db import connect_pool, migrate
-from tests.helpers import ROOT
+from tests.helpers import ROOT, TEST_PAYLOAD_KEYS, keyring_for_tests
 
 _names = itertools.count(1)
+
+
+def pytest_report_header() -> str:
+    ring = keyring_for_tests()
+    if ring is None:
+        return "payloads not encrypted (RECON_TEST_PAYLOAD_KEYS unset)"
+    return f"payloads encrypted: {ring!r}"
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,8 @@ class Stack:
             RECON_HOME=str(self.state / "home"),
             PYTHONUNBUFFERED="1",
         )
+        if TEST_PAYLOAD_KEYS:  # the suite run with encryption on (tests/helpers.py)
+            env["RECON_PAYLOAD_KEYS"] = TEST_PAYLOAD_KEYS
         env.update(extra)
         return env
 
@@ -112,7 +121,9 @@ async def pool(database: Database) -> AsyncIterator[asyncpg.Pool]:
 
 @pytest_asyncio.fixture(scope="session")
 async def client(stack: Stack) -> Client:
-    return await connect(replace(load_settings(), temporal_address=stack.temporal_address))
+    # Made before the per-test environment is: the keyring is given, not read from it.
+    return await connect(replace(load_settings(), temporal_address=stack.temporal_address,
+                                 payload_keyring=keyring_for_tests()))
 
 
 @pytest.fixture

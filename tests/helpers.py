@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -14,8 +15,20 @@ import asyncpg
 from temporalio.client import Client, WorkflowHandle
 
 from recon.runtime.config import Settings, load_settings
+from recon.runtime.keyring import Keyring, keyring_from, new_key_line
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# `RECON_TEST_PAYLOAD_KEYS=1 uv run pytest ...` runs the tests with payload encryption on (a fresh
+# key per session), or with the keyring given (`id:base64,...`). Read once, here, before the
+# fixtures clear every RECON_ variable from the tests' environment.
+TEST_PAYLOAD_KEYS = os.environ.get("RECON_TEST_PAYLOAD_KEYS", "")
+if TEST_PAYLOAD_KEYS == "1":
+    TEST_PAYLOAD_KEYS = new_key_line("test-1")
+
+
+def keyring_for_tests() -> Keyring | None:
+    return keyring_from(TEST_PAYLOAD_KEYS or None, None)
 
 
 def settings_for(task_queue: str, **changes) -> Settings:

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from recon.cli import data, decisions, runs, schedules, stack
+from recon.cli import codec, data, decisions, runs, schedules, stack
 from recon.cli.common import err, one_line
 
 app = typer.Typer(
@@ -38,6 +38,7 @@ app.command()(decisions.redo)
 app.command()(decisions.mail)
 app.command()(decisions.undo)
 app.command()(stack.chaos)
+app.command("codec-server")(codec.codec_server)
 app.add_typer(schedules.app, name="schedule")
 
 

@@ -28,6 +28,9 @@ def dev(
     ui_port: Annotated[int, typer.Option(help="Temporal Web UI port.", min=1, max=MAX_PORT)] = 8233,
     schedule: Annotated[bool, typer.Option(
         "--schedule", help="Also create a demo nightly schedule for RECON_WAREHOUSE.")] = False,
+    encrypt: Annotated[bool, typer.Option(
+        "--encrypt", help="Encrypt payloads: make a key in RECON_HOME/payload-keys (once) and "
+                          "run the Web UI's codec server.")] = False,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
     from recon.runtime.devstack import run_dev
@@ -41,6 +44,11 @@ def dev(
         if stack.mail is not None:
             console.print(f"Mail      {stack.mail.url}   every message kept in "
                           f"{stack.mail.handler.maildir}/new (Maildir)")
+        if stack.codec is not None:
+            keys = stack.codec.service.keyring.ids
+            console.print(f"Codec     {stack.codec.url()}   payloads encrypted with key {keys[0]};"
+                          " the Web UI decodes through it (token: RECON_CODEC_TOKEN in the env file)",
+                          markup=False, highlight=False)
         console.print(f"settings written to {state_dir() / 'env'}; "
                       + ("worker running." if not no_worker else "no worker.")
                       + " Ctrl-C stops everything.")
@@ -52,7 +60,7 @@ def dev(
     from worker import run_worker
 
     run_dev(state_dir(), port, ui_port, None if no_worker else run_worker, announce,
-            say=functools.partial(console.print, markup=False, highlight=False))
+            say=functools.partial(console.print, markup=False, highlight=False), encrypt=encrypt)
     console.print("stopped")
 
 

@@ -73,6 +73,19 @@ class TemporalUnavailable(Refusal, RuntimeError):
     """Temporal cannot be reached; one line for the user."""
 
 
+class KeyringRefused(Refusal, ValueError):
+    """The payload keys (RECON_PAYLOAD_KEYS / _FILE) are malformed or unsafe; refused at start."""
+
+
+class UnknownPayloadKey(Refusal, LookupError):
+    """A payload names a key id the keyring does not hold (retired too early, or another
+    deployment's); the message names the id."""
+
+
+class PayloadUnreadable(Refusal, ValueError):
+    """An encrypted payload does not open with the key it names: another namespace's, or altered."""
+
+
 # ------------------------------------------------------------------ inside a run
 class UnreadableInvoice(Exception):
     """Permanent for this one invoice: nobody can read it as it stands. The run parks it."""

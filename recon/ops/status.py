@@ -12,7 +12,6 @@ An id of an undo or redo workflow (`undo-recon-…`, `undo-recon-…-supplier-S`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -117,15 +116,15 @@ async def _state(client: Client, workflow_id: str) -> tuple[WorkflowState, Workf
     return state, handle
 
 
-async def _run_named_in_input(handle: WorkflowHandle) -> str | None:
+async def _run_named_in_input(client: Client, handle: WorkflowHandle) -> str | None:
     """The run an undo (or redo) acts on, as its start input names it."""
     async for event in handle.fetch_history_events():
         payloads = event.workflow_execution_started_event_attributes.input.payloads
         if not payloads:
             return None
-        try:
-            data = json.loads(payloads[0].data)
-        except ValueError:
+        try:  # through the client's converter: the input may be encrypted
+            data = (await client.data_converter.decode(payloads[:1]))[0]
+        except (ValueError, LookupError):
             return None
         if isinstance(data, dict):
             for key in ("run_workflow_id", "workflow_id", "run"):
@@ -152,7 +151,7 @@ async def run_status(client: Client, pool: asyncpg.Pool, workflow_id: str) -> St
     run_id = workflow_id
     if workflow_id.startswith(COMPANION_PREFIXES):
         companion, handle = await _state(client, workflow_id)
-        named = await _run_named_in_input(handle) if handle is not None else None
+        named = await _run_named_in_input(client, handle) if handle is not None else None
         run_id = named or await _run_from_id(client, pool, workflow_id[len(UNDO_WORKFLOW_PREFIX):])
     run, _handle = await _state(client, run_id)
     if run.execution == "running" and run.business == RunStatus.UNDOING:

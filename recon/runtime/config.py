@@ -7,8 +7,10 @@ embedded servers without the user exporting anything. Production sets the same v
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from recon.runtime.keyring import Keyring, keyring_from
 
 ENV_FILE_NAME = "env"
 
@@ -33,10 +35,14 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 
 def write_env_file(path: Path, values: dict[str, str]) -> None:
+    """Readable by its owner only: it can hold the codec token and a database password."""
     path.parent.mkdir(parents=True, exist_ok=True)
     body = "# written by `recon dev`; the environment overrides every line\n"
     body += "".join(f"{key}={value}\n" for key, value in sorted(values.items()))
-    path.write_text(body)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(body)
 
 
 # Every variable recon reads, with its default (None: unset). The one place defaults live: the
@@ -81,6 +87,12 @@ DEFAULTS: dict[str, str | int | float | None] = {
     "RECON_METRICS_REFRESH": 10.0,
     "RECON_FAILPOINTS": "",
     "RECON_FAILPOINT_RELEASE": "",
+    "RECON_PAYLOAD_KEYS": None,
+    "RECON_PAYLOAD_KEYS_FILE": None,
+    "RECON_CODEC_TOKEN": None,
+    "RECON_CODEC_ORIGINS": "http://localhost:8233",
+    "RECON_CODEC_HOST": "127.0.0.1",
+    "RECON_CODEC_PORT": 8234,
 }
 
 
@@ -124,6 +136,13 @@ class Settings:
     model_max_failed_share: float
     metrics_port: int  # RECON_METRICS_PORT: Prometheus endpoint of the worker; 0 = none
     metrics_refresh_seconds: float  # RECON_METRICS_REFRESH: gauges read from Postgres
+    # Payload encryption (recon/runtime/codec.py): None means payloads travel as JSON, as before.
+    payload_keyring: Keyring | None
+    payload_keys_file: str | None  # RECON_PAYLOAD_KEYS_FILE, for child processes
+    codec_token: str | None = field(repr=False)  # RECON_CODEC_TOKEN: the codec server asks for it
+    codec_origins: str  # RECON_CODEC_ORIGINS: the Web UI origins the codec server answers
+    codec_host: str
+    codec_port: int
 
 
 def default_of(key: str) -> str | int | float | None:
@@ -233,4 +252,11 @@ def load_settings() -> Settings:
         model_max_failed_share=_amount(values, "RECON_MODEL_MAX_FAILED_SHARE"),
         metrics_port=_int(values, "RECON_METRICS_PORT", minimum=0),
         metrics_refresh_seconds=_float(values, "RECON_METRICS_REFRESH"),
+        payload_keyring=keyring_from(_text(values, "RECON_PAYLOAD_KEYS"),
+                                     _text(values, "RECON_PAYLOAD_KEYS_FILE")),
+        payload_keys_file=_text(values, "RECON_PAYLOAD_KEYS_FILE"),
+        codec_token=_text(values, "RECON_CODEC_TOKEN"),
+        codec_origins=_str(values, "RECON_CODEC_ORIGINS"),
+        codec_host=_str(values, "RECON_CODEC_HOST"),
+        codec_port=_int(values, "RECON_CODEC_PORT"),
     )

@@ -12,17 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from recon.mail.smtp_sink import MailSink
+from recon.runtime.codec_server import CodecServerThread, CodecService, origins_from
 from recon.runtime.config import ENV_FILE_NAME, Settings, load_settings, write_env_file
 from recon.runtime.embedded import EmbeddedPostgres, StackError, TemporalDevServer, port_open
+from recon.runtime.keyring import new_key_line, write_key_file
 from recon.store.db import connect_pool, migrate
 
 MAIL_PORT = 1025
+KEY_FILE_NAME = "payload-keys"
 
 
 # The worker's entry point: `worker.run_worker(settings, stop=event)`.
@@ -34,6 +38,7 @@ class RunningStack:
     temporal: TemporalDevServer
     postgres: EmbeddedPostgres
     mail: MailSink | None = None  # the loopback mail server, when this process runs one
+    codec: CodecServerThread | None = None  # the Web UI's codec server, with a keyring
 
     @property
     def ui_url(self) -> str:
@@ -45,18 +50,58 @@ class RunningStack:
 
 
 @contextlib.contextmanager
-def embedded_stack(state: Path, port: int, ui_port: int, persistent: bool) -> Iterator[RunningStack]:
+def embedded_stack(state: Path, port: int, ui_port: int, persistent: bool,
+                   settings: Settings | None = None) -> Iterator[RunningStack]:
+    """Postgres and the Temporal dev server; with a keyring in `settings` (default: the
+    environment's) also the codec server, and the Web UI pointed at it."""
     postgres = EmbeddedPostgres(state)
-    temporal = TemporalDevServer(state, port=port, ui_port=ui_port, persistent=persistent)
-    postgres.start()
-    try:
-        temporal.start()
+    with ui_codec(settings or load_settings(), ui_port) as codec:
+        temporal = TemporalDevServer(state, port=port, ui_port=ui_port, persistent=persistent,
+                                     ui_codec_endpoint=codec.url(with_token=True) if codec else None)
+        postgres.start()
         try:
-            yield RunningStack(temporal, postgres)
+            temporal.start()
+            try:
+                yield RunningStack(temporal, postgres, codec=codec)
+            finally:
+                temporal.stop()
         finally:
-            temporal.stop()
+            postgres.stop()
+
+
+@contextlib.contextmanager
+def ui_codec(settings: Settings, ui_port: int) -> Iterator[CodecServerThread | None]:
+    """The codec server for the dev Web UI, on loopback, when there is a keyring. The dev UI can
+    send no header, so its endpoint carries the token as the first path segment: whoever can
+    open this Web UI (this machine only: it is bound to 127.0.0.1) reads decoded payloads, as
+    the person running `recon dev` does."""
+    if settings.payload_keyring is None:
+        yield None
+        return
+    token = settings.codec_token or secrets.token_urlsafe(24)
+    origins = origins_from(settings.codec_origins) | {
+        f"http://localhost:{ui_port}", f"http://127.0.0.1:{ui_port}"}
+    port = settings.codec_port if not port_open(settings.codec_port) else 0
+    server = CodecServerThread(CodecService(settings.payload_keyring, token, origins,
+                                            settings.temporal_namespace), "127.0.0.1", port)
+    try:
+        server.start()
+    except OSError:  # taken between the check and the bind
+        server.port = 0
+        server.start()
+    try:
+        yield server
     finally:
-        postgres.stop()
+        server.stop()
+
+
+def dev_keys(state: Path, encrypt: bool) -> Path | None:
+    """`recon dev --encrypt` makes a key file once (0600); every later `recon dev` on this data
+    keeps using it, since its histories were written with it. None: no key file here."""
+    path = state / KEY_FILE_NAME
+    if encrypt and not path.exists():
+        write_key_file(path, [new_key_line("dev-1")])
+    return path if path.exists() else None
 
 
 async def prepare_database(url: str) -> None:
@@ -85,20 +130,29 @@ def loopback_mail(maildir: Path) -> Iterator[MailSink | None]:
 
 
 def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, announce,
-            say: Callable[[str], None] = print) -> None:
+            say: Callable[[str], None] = print, encrypt: bool = False) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started. `worker` is the worker's
     entry point (`worker.run_worker`), handed in by the CLI: the runtime never imports the worker."""
+    env: dict[str, str] = {}
+    own_keys = not (os.environ.get("RECON_PAYLOAD_KEYS") or os.environ.get("RECON_PAYLOAD_KEYS_FILE"))
+    key_file = dev_keys(state, encrypt) if own_keys else None
+    if key_file is not None:
+        # This process's worker and every command after it (through .recon/env) use the key.
+        env["RECON_PAYLOAD_KEYS_FILE"] = os.environ["RECON_PAYLOAD_KEYS_FILE"] = str(key_file)
     with embedded_stack(state, port, ui_port, persistent=True) as stack, \
             loopback_mail(state / "mail") as mail:
         stack.mail = mail
         asyncio.run(prepare_database(stack.postgres.url))
-        env = {
+        env.update({
             "TEMPORAL_ADDRESS": stack.temporal.address,
             "DATABASE_URL": stack.postgres.url,
             "RECON_TEMPORAL_UI": stack.ui_url,
-        }
+        })
         if mail is not None:
             env["SMTP_URL"] = mail.url
+        if stack.codec is not None:
+            env["RECON_CODEC_TOKEN"] = stack.codec.service.token
+            env["RECON_CODEC_URL"] = stack.codec.url()
         write_env_file(state / ENV_FILE_NAME, env)
         announce(stack)
         asyncio.run(_serve(stack, worker, say))

@@ -108,6 +108,7 @@ class TemporalDevServer:
     ui_port: int = 8233
     persistent: bool = True
     namespaces: tuple[str, ...] = ()
+    ui_codec_endpoint: str | None = None  # the Web UI opens payloads there (recon/runtime/codec_server.py)
     process: subprocess.Popen | None = None
 
     @property
@@ -153,6 +154,8 @@ class TemporalDevServer:
             args += ["--search-attribute", f"{name}={kind}"]
         for namespace in self.namespaces:
             args += ["--namespace", namespace]
+        if self.ui_codec_endpoint:
+            args += ["--ui-codec-endpoint", self.ui_codec_endpoint]
         log = open(self.state / "temporal.log", "ab")  # noqa: SIM115 - owned by the child
         self.process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

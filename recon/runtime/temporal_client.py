@@ -6,19 +6,40 @@ TEMPORAL_TLS_CLIENT_CERT_PATH / TEMPORAL_TLS_CLIENT_KEY_PATH (mTLS), TEMPORAL_TL
 TEMPORAL_GRPC_META_*, TEMPORAL_PROFILE and a TOML profile file (TEMPORAL_CONFIG_FILE) are all read
 by the SDK. The address and namespace are ours (TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE, or
 `.recon/env`), so `recon dev` keeps working without any profile.
+
+Every client the product makes (worker, CLI, starter, schedules, chaos, demo, benches) comes from
+here, so all of them read and write payloads the same way: with a keyring set
+(RECON_PAYLOAD_KEYS / RECON_PAYLOAD_KEYS_FILE) every payload is AES-GCM encrypted for the
+client's namespace and failure messages and stack traces travel encoded too; without one,
+payloads are JSON as before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
 from temporalio.envconfig import ClientConfig
 from temporalio.runtime import Runtime
 
 from recon.domain.errors import TemporalUnavailable
+from recon.runtime.codec import EncryptionCodec
 from recon.runtime.config import Settings
+from recon.runtime.keyring import Keyring
+
+
+def data_converter(keyring: Keyring | None, namespace: str) -> DataConverter:
+    """Pydantic payloads, sealed for `namespace` when there is a keyring. The replay tests and
+    anything that decodes a payload by hand use this too, never the SDK's converter directly."""
+    if keyring is None:
+        return pydantic_data_converter
+    return dataclasses.replace(
+        pydantic_data_converter, payload_codec=EncryptionCodec(keyring, namespace),
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
 
 
 def connect_config(settings: Settings) -> dict[str, Any]:
@@ -36,7 +57,8 @@ async def connect(settings: Settings, runtime: Runtime | None = None) -> Client:
     config = connect_config(settings)
     try:
         return await Client.connect(
-            **config, data_converter=pydantic_data_converter,
+            **config,
+            data_converter=data_converter(settings.payload_keyring, config["namespace"]),
             **({"runtime": runtime} if runtime is not None else {}),
         )
     except RuntimeError as exc:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from recon.documents.seed import seed_night
 from recon.domain.models import PostResult
@@ -112,8 +111,7 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
         result = PostResult(expected=0, inserted=0, already_there=0)
         payloads = history.completed_results.get("post_adjustments")
         if payloads:
-            result = pydantic_data_converter.payload_converter.from_payloads(
-                payloads[-1].payloads, [PostResult])[0]
+            result = (await client.data_converter.decode(payloads[-1].payloads, [PostResult]))[0]
         facts["steps_table"] = [
             (name, history.steps[name].max_attempt if name in history.steps else 0,
              history.steps[name].activities if name in history.steps else 0)
@@ -168,6 +166,10 @@ def run_demo(exit_at_once: bool, console: Console) -> DemoOutcome:
             MailSink(state / "mail") as mail:
         stack.mail = mail
         console.print(f"Temporal Web UI: {stack.ui_url}  (Temporal at {stack.temporal.address})")
+        if stack.codec is not None:
+            console.print(f"payloads encrypted with key {stack.codec.service.keyring.current_id}; "
+                          f"the Web UI decodes them through {stack.codec.url()}",
+                          markup=False, highlight=False)
         outcome = asyncio.run(play(stack, state, console))
         show(outcome, console)
         if not exit_at_once and sys.stdin.isatty():

@@ -10,7 +10,6 @@ import asyncpg
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from recon.documents.seed import seed_night
 from recon.domain.models import PostResult
@@ -27,10 +26,10 @@ def _count(pool: asyncpg.Pool, table: str, wf: str):
     return pool.fetchval(f"SELECT count(*) FROM {table} WHERE workflow_id = $1", wf)
 
 
-async def _post_result(handle) -> PostResult:
+async def _post_result(client: Client, handle) -> PostResult:
     history = await read_history(handle)
     payload = history.completed_results["post_adjustments"][-1]
-    return pydantic_data_converter.payload_converter.from_payloads(payload.payloads, [PostResult])[0]
+    return (await client.data_converter.decode(payload.payloads, [PostResult]))[0]
 
 
 async def test_worker_killed_at_entry_24_of_step_7(
@@ -56,7 +55,7 @@ async def test_worker_killed_at_entry_24_of_step_7(
     history = await read_history(handle)
     assert history.steps["post_adjustments"].max_attempt == 2
     assert all(history.steps[s].max_attempt == 1 for s in ("fetch_invoices", "extract_lines"))
-    result = await _post_result(handle)
+    result = await _post_result(client, handle)
     assert result.inserted + result.already_there == 40 - result.started_at
     assert result.inserted == 40 - committed
     # The dead worker ran every workflow task so far (its sticky queue holds the run); the retry
@@ -109,7 +108,7 @@ async def test_retry_resumes_inside_the_step_near_where_it_died(
 
     spawn_worker(queue)
     await asyncio.wait_for(handle.result(), 60)
-    result = await _post_result(handle)
+    result = await _post_result(client, handle)
     assert 0 < result.started_at <= committed, "the retry used the heartbeat's progress"
     assert result.walked_again == committed - result.started_at
     assert result.inserted == 40 - committed

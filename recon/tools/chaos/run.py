@@ -20,6 +20,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from recon.domain.errors import ChaosFailed
 from recon.runtime.config import load_settings
+from recon.runtime.keyring import keyring_env
 from recon.store.db import connect_pool, migrate
 from recon.tools.chaos.compare import counts, first_difference, repeated_requests, snapshot
 from recon.tools.chaos.faults import apply_faults
@@ -139,6 +140,8 @@ def _worker_env(stack: ScratchStack, night: str, plan: ChaosPlan, hold: Path | N
                RECON_HOME=str(stack.root / "home"), PYTHONUNBUFFERED="1")
     if hold is not None:
         env.update(RECON_FAILPOINTS=f"before:{HELD_STEP}:hold", RECON_FAILPOINT_RELEASE=str(hold))
+    settings = load_settings()  # the workers encrypt as this process does (or not at all)
+    env.update(keyring_env(settings.payload_keyring, settings.payload_keys_file))
     return env
 
 
