@@ -31,7 +31,7 @@ def _load(loader_name: str, file: Path) -> None:
             return await loader(pool, file)
 
     summary = asyncio.run(go())
-    console.print(one_line(summary.line()), markup=False, highlight=False)
+    console.print(one_line(summary.line()), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("suppliers")

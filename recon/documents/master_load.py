@@ -55,10 +55,11 @@ def read_file(path: Path) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise MasterDataRefused(f"cannot read {path}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise MasterDataRefused(f"{path} is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise MasterDataRefused(f"{path} is not a regular file")
         if info.st_size > MAX_FILE_BYTES:
             raise MasterDataRefused(f"{path} is larger than {MAX_FILE_BYTES // 2**20} MB: split it")
         return handle.read()
