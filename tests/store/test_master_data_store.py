@@ -5,6 +5,7 @@ PO line's quantity may grow but never drop below what is received or billed agai
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from pathlib import Path
 
@@ -218,3 +219,42 @@ async def test_a_receipt_id_reused_with_other_values_is_refused(pool, tmp_path, 
         "receipt never changes (the nights have counted it)")
     assert await pool.fetchval("SELECT sum(qty_received) FROM goods_receipts WHERE receipt_ref"
                                " LIKE $1", f"{grn}-%") == 110
+
+
+async def test_two_loads_at_once_write_the_file_once(pool, tmp_path, ids) -> None:
+    await _suppliers(pool, tmp_path, ids)
+    s, po, wh = ids["s"], ids["po"], ids["wh"]
+    path = _file(tmp_path, "orders.csv", ORDERS + "".join(
+        f"{po}-{n},{s}1,{wh},2026-10-01,SKU-{n},Rice,{n},10\n" for n in range(1, 301)))
+    first, second = await asyncio.gather(load_orders(pool, path), load_orders(pool, path))
+    assert sorted((r.new, r.unchanged, r.new_orders) for r in (first, second)) == [
+        (0, 300, 0), (300, 0, 300)]
+    assert await pool.fetchval("SELECT count(*) FROM po_lines WHERE po_number LIKE $1",
+                               f"{po}-%") == 300
+
+
+async def test_the_database_holds_the_shapes_too(pool, ids) -> None:
+    """Rows written some other way (SQL, another tool) meet the same constraints."""
+    with pytest.raises(asyncpg.CheckViolationError):
+        await pool.execute("INSERT INTO suppliers (supplier_id, name, email, gstin) VALUES"
+                           " ($1, 'x', 'x@y.example', '27aapfu0939f1zv')", f"{ids['s']}x")
+    await _suppliers_sql(pool, ids)
+    await pool.execute("INSERT INTO goods_receipts (receipt_ref, po_number, sku, warehouse,"
+                       " qty_received, received_on) VALUES ($1, $2, 'SKU-1', $3, 1, '2026-10-02')",
+                       f"{ids['grn']}-x", f"{ids['po']}-x", ids["wh"])
+    with pytest.raises(asyncpg.UniqueViolationError):
+        await pool.execute("INSERT INTO goods_receipts (receipt_ref, po_number, sku, warehouse,"
+                           " qty_received, received_on) VALUES ($1, $2, 'SKU-1', $3, 2, "
+                           "'2026-10-03')", f"{ids['grn']}-x", f"{ids['po']}-x", ids["wh"])
+    # Receipts the seed writes carry no number: any count of them.
+    for _ in range(2):
+        await pool.execute("INSERT INTO goods_receipts (po_number, sku, warehouse, qty_received,"
+                           " received_on) VALUES ($1, 'SKU-1', $2, 1, '2026-10-02')",
+                           f"{ids['po']}-x", ids["wh"])
+
+
+async def _suppliers_sql(pool: asyncpg.Pool, ids) -> None:
+    await pool.execute("INSERT INTO suppliers (supplier_id, name, email) VALUES ($1, 'x',"
+                       " 'x@y.example')", f"{ids['s']}y")
+    await pool.execute("INSERT INTO purchase_orders VALUES ($1, $2, $3, '2026-10-01')",
+                       f"{ids['po']}-x", f"{ids['s']}y", ids["wh"])
