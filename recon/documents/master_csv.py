@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from recon.errors import BadField, MasterDataRefused
+
+T = TypeVar("T")
 
 MAX_ROWS = 1_000_000  # per file; the largest load measured is 100,000 PO lines
 MAX_FIELD_CHARS = 1_000
@@ -98,7 +101,7 @@ def _row(raw: list[str], columns: list[str], file: str, line: int) -> dict[str, 
     return row
 
 
-def field(file: str, line: int, name: str, parse, value: str, **kwargs):
+def field(file: str, line: int, name: str, parse: Callable[..., T], value: str, **kwargs: Any) -> T:
     """Parse one value; a `BadField` becomes the file's one-line refusal."""
     try:
         return parse(value, **kwargs)
