@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from recon.documents.master_fields import gstin_check_character  # noqa: E402
-from recon.embedded import EmbeddedPostgres  # noqa: E402
+from recon.runtime.embedded import EmbeddedPostgres  # noqa: E402
 
 DAY = "2026-10-01"
 

@@ -14,7 +14,7 @@ import io
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from recon.errors import BadField, MasterDataRefused
+from recon.domain.errors import BadField, MasterDataRefused
 
 T = TypeVar("T")
 

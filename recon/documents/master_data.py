@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from recon.documents import master_fields as f
 from recon.documents.master_csv import field, records, refusal
-from recon.money import rupees
+from recon.domain.money import rupees
 
 SUPPLIER_COLUMNS = ("supplier_id", "name", "email")
 SUPPLIER_OPTIONAL = ("gstin",)

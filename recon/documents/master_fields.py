@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from recon.errors import BadField
+from recon.domain.errors import BadField
 
 # Codes people and ERPs use for orders, lines and receipts (`PO/24-25/0001` is common in India).
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,63}")

@@ -19,7 +19,7 @@ import asyncpg
 
 from recon.documents import master_data as md
 from recon.documents.master_csv import decode
-from recon.errors import MasterDataRefused
+from recon.domain.errors import MasterDataRefused
 from recon.store import orders, receipts, suppliers
 from recon.store.db import lock_master_data
 

@@ -14,7 +14,7 @@ import pytest
 
 from recon.documents.master_fields import gstin_check_character
 from recon.documents.master_load import load_orders, load_receipts, load_suppliers
-from recon.errors import MasterDataRefused
+from recon.domain.errors import MasterDataRefused
 
 ORDERS = "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,unit_price\n"
 RECEIPTS = "receipt_id,po_number,sku,warehouse,qty_received,received_on\n"

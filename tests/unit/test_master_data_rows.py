@@ -11,7 +11,7 @@ import pytest
 from recon.documents import master_fields as f
 from recon.documents.master_csv import decode
 from recon.documents.master_data import parse_orders, parse_receipts, parse_suppliers
-from recon.errors import BadField, MasterDataRefused
+from recon.domain.errors import BadField, MasterDataRefused
 
 ORDERS_HEADER = "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,unit_price\n"
 
