@@ -58,13 +58,20 @@ FROM load_order_lines l JOIN po_lines p ON p.po_number = l.po_number AND p.sku =
 WHERE l.unit_price_paise <> p.unit_price_paise OR l.qty_ordered < p.qty_ordered
 """
 
-_FIRST_BOOKS_CONFLICT = """
+# A night may name an invoice `{supplier}:{number}` in its working set (nights that carry the
+# supplier in their keys) or by its number alone (older nights): both are the same invoice line.
+_INVOICE_NUMBER = """CASE WHEN starts_with(i.invoice_no, i.supplier_id || ':')
+                          THEN substr(i.invoice_no, length(i.supplier_id) + 2)
+                          ELSE i.invoice_no END"""
+
+_FIRST_BOOKS_CONFLICT = f"""
 WITH billed AS (
-    SELECT DISTINCT ON (i.supplier_id, i.invoice_no, i.line_no)
-           i.po_number, i.sku, i.supplier_id, i.invoice_no, i.qty
+    SELECT DISTINCT ON (i.supplier_id, number, i.line_no)
+           i.po_number, i.sku, i.supplier_id, number AS invoice_no, i.qty
     FROM invoice_lines i
     JOIN load_touched_lines t ON t.po_number = i.po_number AND t.sku = i.sku
-    ORDER BY i.supplier_id, i.invoice_no, i.line_no
+    CROSS JOIN LATERAL (SELECT {_INVOICE_NUMBER} AS number) n
+    ORDER BY i.supplier_id, number, i.line_no
 ), billed_per_line AS (
     SELECT po_number, sku, sum(qty) AS billed,
            (array_agg(supplier_id ORDER BY supplier_id, invoice_no))[1] AS supplier_id,

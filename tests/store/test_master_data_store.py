@@ -258,3 +258,24 @@ async def _suppliers_sql(pool: asyncpg.Pool, ids) -> None:
                        " 'x@y.example')", f"{ids['s']}y")
     await pool.execute("INSERT INTO purchase_orders VALUES ($1, $2, $3, '2026-10-01')",
                        f"{ids['po']}-x", f"{ids['s']}y", ids["wh"])
+
+
+async def test_an_invoice_line_counts_once_whichever_way_a_night_names_it(pool, tmp_path, ids) -> None:
+    """Nights that carry the supplier in their keys name an invoice `{supplier}:{number}` in
+    their working set; older nights by its number. Billed to date counts the line once."""
+    await _suppliers(pool, tmp_path, ids)
+    path = await _orders(pool, tmp_path, ids)
+    await _bill(pool, ids, 30)
+    await pool.execute(
+        "INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,"
+        " description, qty, unit_price_paise) VALUES ($1, $2, 1, $3, $4, 'SKU-1', 'Rice', 30, 125050)",
+        f"redo-recon-2026-10-13-{ids['wh']}", f"{ids['s']}1:INV-{ids['wh']}", f"{ids['s']}1",
+        f"{ids['po']}-1")
+    shrunk = _file(tmp_path, "shrunk.csv", path.read_text().replace(",100,1250.50", ",29,1250.50"))
+    assert "cannot shrink from 100 to 29: 0 already received and 30 already billed" in (
+        await _refused(load_orders, pool, shrunk))
+    repriced = _file(tmp_path, "repriced.csv", path.read_text().replace(",100,1250.50", ",100,1"))
+    assert f"is already billed (INV-{ids['wh']} of {ids['s']}1)" in (
+        await _refused(load_orders, pool, repriced))
+    assert (await load_orders(pool, _file(tmp_path, "cut.csv", path.read_text().replace(
+        ",100,1250.50", ",30,1250.50")))).changed == 1
