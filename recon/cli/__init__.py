@@ -1,7 +1,7 @@
 """The `recon` command. Every command gives one clear line and a non-zero exit on bad input, a
 missing server or an unknown run; no traceback for a user mistake.
 
-One module per command group (stack, data, runs, decisions; schedules in recon/cli/schedules.py),
+One module per command group (stack, data, load, runs, decisions; schedules in recon/cli/schedules.py),
 the shared checks and the pool/client lifetimes in `common`. The commands are registered here,
 in the order `recon --help` lists them.
 """
@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from recon.cli import codec, data, decisions, runs, schedules, stack
+from recon.cli import codec, data, decisions, load, runs, schedules, stack
 from recon.cli.common import err, one_line
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ app.command()(stack.worker)
 app.command()(stack.sender)
 app.command()(data.seed)
 app.command("import")(data.import_)
+app.add_typer(load.app, name="load")
 app.command()(runs.run)
 app.command()(runs.status)
 app.command()(runs.inspect)

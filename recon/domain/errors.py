@@ -61,6 +61,16 @@ class ImportProblem(Refusal, ValueError):
     """The files cannot be imported as they are; one line says why."""
 
 
+class MasterDataRefused(Refusal, ValueError):
+    """A master data file (suppliers, orders, receipts) cannot be loaded as it is; the message is
+    one line naming `file:line: field: why`, and nothing of the file was written."""
+
+
+class BadField(ValueError):
+    """One value of a master data row is not what its column takes; the parser adds the file,
+    line and column and raises `MasterDataRefused`."""
+
+
 class StackError(Refusal, RuntimeError):
     """The embedded stack could not start; the message is one line for the user."""
 

@@ -81,6 +81,15 @@ async def lock_run(conn: asyncpg.Connection, workflow_id: str) -> None:
     await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", workflow_id)
 
 
+MASTER_DATA_LOCK = "recon:master-data"
+
+
+async def lock_master_data(conn: asyncpg.Connection) -> None:
+    """One master data load at a time (suppliers, orders and receipts check each other's rows),
+    inside the load's transaction; the lock ends with it."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", MASTER_DATA_LOCK)
+
+
 async def commit_asynchronously(conn: asyncpg.Connection) -> None:
     """Inside a transaction: its commit does not wait for the disk. A worker crash cannot lose a
     commit; only a Postgres crash can lose the last fraction of a second, so use it only where

@@ -1,0 +1,189 @@
+"""The three master data files an ERP exports, row by row: suppliers, purchase order lines and
+goods receipts. Each parser checks every value and what the file says about itself (a supplier,
+PO line or receipt listed twice; one PO given two suppliers); what the rows say against the
+books already stored is checked by the store, set-based, and worded here.
+
+Pure code: text in, rows out (tuples in the order the store copies them), or one
+`MasterDataRefused` line naming `file:line: field`.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import NamedTuple
+
+from recon.documents import master_fields as f
+from recon.documents.master_csv import field, records, refusal
+from recon.domain.money import rupees
+
+SUPPLIER_COLUMNS = ("supplier_id", "name", "email")
+SUPPLIER_OPTIONAL = ("gstin",)
+ORDER_COLUMNS = ("po_number", "supplier_id", "warehouse", "ordered_on", "sku", "description",
+                 "qty_ordered", "unit_price")
+RECEIPT_COLUMNS = ("receipt_id", "po_number", "sku", "warehouse", "qty_received", "received_on")
+
+
+class SupplierRow(NamedTuple):
+    line: int
+    supplier_id: str
+    name: str
+    email: str
+    gstin: str | None  # None: the file gives none (a stored GSTIN stays)
+
+
+class OrderLineRow(NamedTuple):
+    line: int
+    po_number: str
+    supplier_id: str
+    warehouse: str
+    ordered_on: date
+    sku: str
+    description: str
+    qty_ordered: int
+    unit_price_paise: int
+
+
+class ReceiptRow(NamedTuple):
+    line: int
+    receipt_id: str
+    po_number: str
+    sku: str
+    warehouse: str
+    qty_received: int
+    received_on: date
+
+
+def parse_suppliers(text: str, file: str) -> list[SupplierRow]:
+    rows: list[SupplierRow] = []
+    first_of: dict[str, int] = {}
+    gstin_of: dict[str, int] = {}
+    for line, r in records(text, file, SUPPLIER_COLUMNS, SUPPLIER_OPTIONAL):
+        row = SupplierRow(
+            line,
+            field(file, line, "supplier_id", f.supplier_id, r["supplier_id"]),
+            field(file, line, "name", f.text, r["name"]),
+            field(file, line, "email", f.email, r["email"]),
+            field(file, line, "gstin", f.gstin, r.get("gstin", "")),
+        )
+        if (seen := first_of.setdefault(row.supplier_id, line)) != line:
+            raise refusal(file, line, "supplier_id", f"{row.supplier_id} is also on line {seen}")
+        if row.gstin and (seen := gstin_of.setdefault(row.gstin, line)) != line:
+            raise refusal(file, line, "gstin", f"{row.gstin} is also on line {seen} (one GSTIN "
+                          "is one supplier)")
+        rows.append(row)
+    return rows
+
+
+def parse_orders(text: str, file: str) -> list[OrderLineRow]:
+    rows: list[OrderLineRow] = []
+    header_of: dict[str, OrderLineRow] = {}
+    first_of: dict[tuple[str, str], int] = {}
+    for line, r in records(text, file, ORDER_COLUMNS):
+        row = OrderLineRow(
+            line,
+            field(file, line, "po_number", f.code, r["po_number"]),
+            field(file, line, "supplier_id", f.supplier_id, r["supplier_id"]),
+            field(file, line, "warehouse", f.warehouse, r["warehouse"]),
+            field(file, line, "ordered_on", f.iso_date, r["ordered_on"]),
+            field(file, line, "sku", f.code, r["sku"]),
+            field(file, line, "description", f.text, r["description"]),
+            field(file, line, "qty_ordered", f.whole_number, r["qty_ordered"], minimum=1),
+            field(file, line, "unit_price", f.rupees_to_paise, r["unit_price"]),
+        )
+        head = header_of.setdefault(row.po_number, row)
+        for name in ("supplier_id", "warehouse", "ordered_on"):
+            if getattr(row, name) != getattr(head, name):
+                raise refusal(file, line, name, f"{row.po_number} has {name} "
+                              f"{getattr(head, name)} on line {head.line}, this line says "
+                              f"{getattr(row, name)} (one PO, one {name})")
+        if (seen := first_of.setdefault((row.po_number, row.sku), line)) != line:
+            raise refusal(file, line, "sku", f"{row.po_number} line {row.sku} is also on line "
+                          f"{seen}")
+        rows.append(row)
+    return rows
+
+
+def parse_receipts(text: str, file: str) -> list[ReceiptRow]:
+    rows: list[ReceiptRow] = []
+    first_of: dict[str, int] = {}
+    for line, r in records(text, file, RECEIPT_COLUMNS):
+        row = ReceiptRow(
+            line,
+            field(file, line, "receipt_id", f.code, r["receipt_id"]),
+            field(file, line, "po_number", f.code, r["po_number"]),
+            field(file, line, "sku", f.code, r["sku"]),
+            field(file, line, "warehouse", f.warehouse, r["warehouse"]),
+            field(file, line, "qty_received", f.whole_number, r["qty_received"], minimum=0),
+            field(file, line, "received_on", f.iso_date, r["received_on"]),
+        )
+        if (seen := first_of.setdefault(row.receipt_id, line)) != line:
+            raise refusal(file, line, "receipt_id", f"{row.receipt_id} is also on line {seen}")
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------ against the books (worded)
+# Each takes the row the store found (a mapping with the file's `line` and the stored facts).
+
+def unknown_supplier(file: str, found) -> Exception:
+    return refusal(file, found["line"], "supplier_id", f"unknown supplier {found['supplier_id']}"
+                   " (load it first: recon load suppliers FILE.csv)")
+
+
+def gstin_taken(file: str, found) -> Exception:
+    return refusal(file, found["line"], "gstin", f"{found['gstin']} belongs to supplier "
+                   f"{found['holder']} already (one GSTIN is one supplier)")
+
+
+def gstin_changed(file: str, found) -> Exception:
+    return refusal(file, found["line"], "gstin", f"supplier {found['supplier_id']} is "
+                   f"registered as {found['stored']}, the file says {found['gstin']}; a GSTIN "
+                   "never changes: a new registration is a new supplier id")
+
+
+def po_header_changed(file: str, found) -> Exception:
+    name = found["field"]
+    return refusal(file, found["line"], name, f"{found['po_number']} is stored with {name} "
+                   f"{found['stored']}, the file says {found['given']}; a PO keeps its "
+                   "supplier, warehouse and order date (raise a new PO instead)")
+
+
+def price_changed_after_billing(file: str, found) -> Exception:
+    return refusal(file, found["line"], "unit_price", f"{found['po_number']} line "
+                   f"{found['sku']} is already billed ({found['invoice_no']} of "
+                   f"{found['supplier_id']}) at the PO price {rupees(found['stored'])}; its "
+                   f"price cannot become {rupees(found['given'])} (put the new price on a new "
+                   "PO line or PO)")
+
+
+def qty_below_books(file: str, found) -> Exception:
+    return refusal(file, found["line"], "qty_ordered", f"{found['po_number']} line "
+                   f"{found['sku']} cannot shrink from {found['stored']} to {found['given']}: "
+                   f"{found['received']} already received and {found['billed']} already billed"
+                   " (an order never goes below what the books hold against it)")
+
+
+def unknown_po(file: str, found) -> Exception:
+    return refusal(file, found["line"], "po_number", f"unknown PO {found['po_number']} (load "
+                   "it first: recon load orders FILE.csv)")
+
+
+def receipt_off_po(file: str, found) -> Exception:
+    return refusal(file, found["line"], "sku", f"{found['po_number']} has no line "
+                   f"{found['sku']}")
+
+
+def receipt_wrong_warehouse(file: str, found) -> Exception:
+    return refusal(file, found["line"], "warehouse", f"{found['po_number']} is for warehouse "
+                   f"{found['stored']}, the receipt says {found['given']}")
+
+
+def receipt_before_order(file: str, found) -> Exception:
+    return refusal(file, found["line"], "received_on", f"{found['given']} is before "
+                   f"{found['po_number']} was ordered ({found['stored']})")
+
+
+def receipt_changed(file: str, found) -> Exception:
+    return refusal(file, found["line"], "receipt_id", f"{found['receipt_id']} is already loaded"
+                   f" with other values ({found['stored']}; the file says {found['given']}); a "
+                   "loaded receipt never changes (the nights have counted it)")
