@@ -173,6 +173,26 @@ class TemporalDevServer:
                 self.stop()
                 raise StackError(f"Temporal dev server did not open port {self.port} in {timeout}s")
             time.sleep(0.05)
+        self._wait_serving(deadline)
+
+    def _wait_serving(self, deadline: float) -> None:
+        """An open port is not a server that answers: a fresh file-backed server on a busy machine
+        refused the first calls with "Frontend is not healthy yet" (seen in the outage and
+        schedule catch-up tests). Wait for its gRPC health check to say SERVING."""
+        probe = [temporal_binary(), "operator", "cluster", "health", "--address", self.address]
+        while True:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                done = subprocess.run(probe, capture_output=True, text=True, timeout=5,
+                                      stdin=subprocess.DEVNULL)
+                if done.returncode == 0 and "SERVING" in done.stdout:
+                    return
+            if self.process is not None and self.process.poll() is not None:
+                raise StackError(f"Temporal dev server exited with {self.process.returncode}; "
+                                 f"see {self.state / 'temporal.log'}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise StackError(f"Temporal dev server on port {self.port} did not report SERVING")
+            time.sleep(0.05)
 
     def _stop_leftover(self) -> None:
         """A `recon dev` killed without cleanup leaves its server running: stop it first."""
