@@ -1,0 +1,288 @@
+"""UN/CEFACT Cross Industry Invoice (CII D16B, the XML of Factur-X, ZUGFeRD 2 and XRechnung):
+read exactly, and written.
+
+Fields read: `rsm:ExchangedDocument` (`ram:ID`, `ram:TypeCode`: 380 invoice, 381 credit note,
+383 debit note, 384 corrected invoice, 389 self-billed; `ram:IssueDateTime/udt:DateTimeString`
+in format 102, YYYYMMDD); each `ram:IncludedSupplyChainTradeLineItem` (`ram:LineID`, the product's
+`ram:BuyerAssignedID` / `ram:SellerAssignedID` / `ram:GlobalID` / `ram:Name`, the line's
+`ram:BuyerOrderReferencedDocument/ram:LineID`, `ram:NetPriceProductTradePrice/ram:ChargeAmount`
+per `ram:BasisQuantity`, `ram:BilledQuantity@unitCode`, line allowances and charges, the tax rate,
+`ram:LineTotalAmount`); the header's `ram:SellerTradeParty` (`ram:SpecifiedTaxRegistration/ram:ID`
+with `@schemeID` VA for a VAT id, FC for a tax number; `ram:URIUniversalCommunication/ram:URIID`
+as the endpoint; `ram:GlobalID`), `ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID` (the
+PO), `ram:InvoiceReferencedDocument/ram:IssuerAssignedID` (what a credit note answers),
+`ram:InvoiceCurrencyCode`, `ram:ApplicableTradeTax` (any number of rates), header allowances and
+charges, and `ram:SpecifiedTradeSettlementHeaderMonetarySummation`.
+
+Rules (EN 16931, as for UBL): lines sum exactly to LineTotalAmount; TaxBasisTotal = LineTotal -
+AllowanceTotal + ChargeTotal; each rate's tax is its basis times its rate within 0.01, and they
+sum to TaxTotalAmount (the one in the invoice currency); GrandTotal = TaxBasisTotal + tax;
+DuePayable = GrandTotal - TotalPrepaid + Rounding. A line's total is taken as stated: EN 16931
+does not bind it to quantity x price (published CII samples state price bases and line charges
+that do not multiply out), and the run compares the line total / quantity with the PO anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import date
+from decimal import Decimal
+from xml.etree.ElementTree import Element
+from xml.sax.saxutils import escape, quoteattr
+
+from recon.documents.formats.reading import (
+    CREDIT_NOTE,
+    DEBIT_NOTE,
+    INVOICE,
+    PartyIds,
+    Reading,
+    ReadingLine,
+    Total,
+    decimal,
+    optional_decimal,
+)
+from recon.documents.formats.xml import Finder, local, namespace, parse
+from recon.documents.layouts import Document
+from recon.errors import UnreadableInvoice
+
+RSM = "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100"
+RAM = "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"
+UDT = "urn:un:unece:uncefact:data:standard:UnqualifiedDataType:100"
+QDT = "urn:un:unece:uncefact:data:standard:QualifiedDataType:100"
+FORMAT = "cii"
+CENT = Decimal("0.01")
+CREDIT_CODES = {"381", "261", "262", "296", "308", "396", "420", "458", "532"}
+DEBIT_CODES = {"383", "80", "84"}
+
+_F = Finder({"rsm": RSM, "ram": RAM, "udt": UDT})
+
+
+def is_cii(root: Element) -> bool:
+    return namespace(root.tag) == RSM and local(root.tag) == "CrossIndustryInvoice"
+
+
+def _charges(node: Element | None, charge: bool) -> Decimal:
+    total = Decimal("0")
+    for ac in _F.all(node, "ram:SpecifiedTradeAllowanceCharge"):
+        flag = (_F.text(ac, "ram:ChargeIndicator/udt:Indicator") or "").lower() == "true"
+        if flag == charge:
+            total += decimal(_F.text(ac, "ram:ActualAmount"), "AllowanceCharge ActualAmount")
+    return total
+
+
+def _iso(text: str | None) -> str | None:
+    if text and len(text) == 8 and text.isdigit():
+        try:
+            return date(int(text[:4]), int(text[4:6]), int(text[6:])).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def _sender(party: Element | None) -> PartyIds:
+    vat = gstin = None
+    for reg in _F.all(party, "ram:SpecifiedTaxRegistration/ram:ID"):
+        value = (reg.text or "").strip()
+        if not value:
+            continue
+        if len(value) == 15 and value[:2].isdigit():
+            gstin = gstin or value
+        elif reg.get("schemeID", "VA") == "VA":
+            vat = vat or value
+    endpoint = None
+    uri = _F.one(party, "ram:URIUniversalCommunication/ram:URIID")
+    if uri is not None and uri.text and uri.text.strip():
+        scheme = uri.get("schemeID", "").strip()
+        endpoint = f"{scheme}:{uri.text.strip()}" if scheme else uri.text.strip()
+    return PartyIds(gstin=gstin, vat_id=vat, endpoint=endpoint, name=_F.text(party, "ram:Name"))
+
+
+def _line(node: Element, position: int, line_numbers_ok: bool) -> ReadingLine:
+    raw_id = _F.text(node, "ram:AssociatedDocumentLineDocument/ram:LineID") or ""
+    line_no = int(raw_id) if line_numbers_ok else position
+    where = f"line {line_no}"
+    product = _F.one(node, "ram:SpecifiedTradeProduct")
+    agreement = _F.one(node, "ram:SpecifiedLineTradeAgreement")
+    qty_node = _F.one(node, "ram:SpecifiedLineTradeDelivery/ram:BilledQuantity")
+    settlement = _F.one(node, "ram:SpecifiedLineTradeSettlement")
+    quantity = decimal(qty_node.text if qty_node is not None else None, f"{where} BilledQuantity")
+    net = decimal(_F.text(settlement, "ram:SpecifiedTradeSettlementLineMonetarySummation/"
+                                      "ram:LineTotalAmount"), f"{where} LineTotalAmount")
+    price = optional_decimal(_F.text(agreement, "ram:NetPriceProductTradePrice/ram:ChargeAmount"),
+                             f"{where} net price")
+    basis = optional_decimal(_F.text(agreement, "ram:NetPriceProductTradePrice/ram:BasisQuantity"),
+                             f"{where} BasisQuantity")
+    if basis is not None and basis <= 0:
+        raise UnreadableInvoice(f"{where}: BasisQuantity {basis} is not positive")
+    unit_price = price / (basis or Decimal("1")) if price is not None else None
+    sku = (_F.text(product, "ram:BuyerAssignedID") or _F.text(product, "ram:SellerAssignedID")
+           or _F.text(agreement, "ram:BuyerOrderReferencedDocument/ram:LineID")
+           or _F.text(product, "ram:GlobalID") or _F.text(product, "ram:Name") or "")
+    line = ReadingLine(
+        line_no=line_no, sku=sku[:64], description=(_F.text(product, "ram:Name") or "")[:200],
+        quantity=quantity, net_amount=net, unit_price=unit_price,
+        tax_rate=optional_decimal(_F.text(settlement, "ram:ApplicableTradeTax/"
+                                          "ram:RateApplicablePercent"), f"{where} tax rate"),
+        unit=qty_node.get("unitCode") if qty_node is not None else None,
+    )
+    return line
+
+
+def _sum(values: Iterable[Decimal]) -> Decimal:
+    return sum(values, Decimal("0"))
+
+
+def read(data: bytes | str) -> Reading:
+    return read_root(parse(data, "CII"))
+
+
+def read_root(root: Element) -> Reading:
+    if not is_cii(root):
+        raise UnreadableInvoice("not a CrossIndustryInvoice")
+    header = _F.one(root, "rsm:ExchangedDocument")
+    trade = _F.one(root, "rsm:SupplyChainTradeTransaction")
+    agreement = _F.one(trade, "ram:ApplicableHeaderTradeAgreement")
+    settlement = _F.one(trade, "ram:ApplicableHeaderTradeSettlement")
+    type_code = _F.text(header, "ram:TypeCode") or "380"
+    kind = (CREDIT_NOTE if type_code in CREDIT_CODES
+            else DEBIT_NOTE if type_code in DEBIT_CODES else INVOICE)
+    currency = _F.text(settlement, "ram:InvoiceCurrencyCode")
+    nodes = _F.all(trade, "ram:IncludedSupplyChainTradeLineItem")
+    ids = [_F.text(n, "ram:AssociatedDocumentLineDocument/ram:LineID") or "" for n in nodes]
+    numbered = (all(i.isdigit() and 1 <= int(i) <= 500 for i in ids)
+                and len(set(map(int, ids))) == len(ids)) if ids else False
+    lines, totals = [], []
+    for position, node in enumerate(nodes, 1):
+        lines.append(_line(node, position, numbered))
+    summary = _F.one(settlement, "ram:SpecifiedTradeSettlementHeaderMonetarySummation")
+
+    def amount(tag: str) -> Decimal | None:
+        return optional_decimal(_F.text(summary, f"ram:{tag}"), f"MonetarySummation/{tag}")
+
+    taxes = _F.all(settlement, "ram:ApplicableTradeTax")
+    tax_parts = []
+    for n, tax in enumerate(taxes, 1):
+        calculated = decimal(_F.text(tax, "ram:CalculatedAmount"), f"tax {n} CalculatedAmount")
+        basis = optional_decimal(_F.text(tax, "ram:BasisAmount"), f"tax {n} BasisAmount")
+        rate = optional_decimal(_F.text(tax, "ram:RateApplicablePercent"), f"tax {n} rate")
+        tax_parts.append(calculated)
+        if basis is not None and rate is not None:
+            totals.append(Total(f"tax at {rate}% (ApplicableTradeTax {n})", calculated,
+                                (basis * rate / 100).quantize(CENT), CENT))
+    tax_total = None
+    for node in _F.all(summary, "ram:TaxTotalAmount"):
+        if currency is None or node.get("currencyID") in (None, currency):
+            tax_total = decimal(node.text, "TaxTotalAmount")
+            break
+    line_total, basis_total = amount("LineTotalAmount"), amount("TaxBasisTotalAmount")
+    allowances = amount("AllowanceTotalAmount") or Decimal("0")
+    charges = amount("ChargeTotalAmount") or Decimal("0")
+    grand, due = amount("GrandTotalAmount"), amount("DuePayableAmount")
+    if line_total is not None:
+        totals.append(Total("LineTotalAmount", line_total, _sum(ln.net_amount for ln in lines)))
+    totals.append(Total("AllowanceTotalAmount", allowances, _charges(settlement, False)))
+    totals.append(Total("ChargeTotalAmount", charges, _charges(settlement, True)))
+    if basis_total is not None and line_total is not None:
+        totals.append(Total("TaxBasisTotalAmount", basis_total, line_total - allowances + charges))
+    if tax_total is not None and tax_parts:
+        totals.append(Total("TaxTotalAmount", tax_total, _sum(tax_parts)))
+    if grand is not None and basis_total is not None:
+        totals.append(Total("GrandTotalAmount", grand, basis_total + (tax_total or Decimal("0"))))
+    if due is not None and grand is not None:
+        totals.append(Total("DuePayableAmount", due,
+                            grand - (amount("TotalPrepaidAmount") or Decimal("0"))
+                            + (amount("RoundingAmount") or Decimal("0"))))
+    cites = [c for c in (_F.text(ref, "ram:IssuerAssignedID") for ref in
+                         _F.all(settlement, "ram:InvoiceReferencedDocument")) if c]
+    return Reading(
+        format=FORMAT, kind=kind, number=_F.text(header, "ram:ID"),
+        issued_on=_iso(_F.text(header, "ram:IssueDateTime/udt:DateTimeString")),
+        sender=_sender(_F.one(agreement, "ram:SellerTradeParty")),
+        po_number=_F.text(agreement, "ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID"),
+        currency=currency, lines=lines, totals=totals, cites=cites,
+        payable=due if due is not None else grand,
+    )
+
+
+# ---------------------------------------------------------------- the writer (seed and tests)
+
+def _money(paise_amount: int) -> str:
+    sign = "-" if paise_amount < 0 else ""
+    whole, frac = divmod(abs(paise_amount), 100)
+    return f"{sign}{whole}.{frac:02d}"
+
+
+def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[str] = (),
+          tax_rate: int = 18, currency: str = "INR") -> str:
+    """An EN 16931 profile CII invoice (TypeCode 380, 381 for a credit note, 383 a debit note):
+    one tax rate, no allowances; each line's SKU as the seller's id and the order line id."""
+    code = {CREDIT_NOTE: "381", DEBIT_NOTE: "383"}.get(kind, "380")
+    net = sum(ln.qty * ln.unit_price_paise for ln in doc.lines)
+    tax = (net * tax_rate + 50) // 100
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<rsm:CrossIndustryInvoice xmlns:rsm="{RSM}" xmlns:ram="{RAM}" xmlns:udt="{UDT}"'
+        f' xmlns:qdt="{QDT}">',
+        "<rsm:ExchangedDocumentContext><ram:GuidelineSpecifiedDocumentContextParameter>"
+        "<ram:ID>urn:cen.eu:en16931:2017</ram:ID></ram:GuidelineSpecifiedDocumentContextParameter>"
+        "</rsm:ExchangedDocumentContext>",
+        f"<rsm:ExchangedDocument><ram:ID>{escape(doc.invoice_no)}</ram:ID>"
+        f"<ram:TypeCode>{code}</ram:TypeCode><ram:IssueDateTime>"
+        f'<udt:DateTimeString format="102">{doc.business_date.replace("-", "")}'
+        "</udt:DateTimeString></ram:IssueDateTime></rsm:ExchangedDocument>",
+        "<rsm:SupplyChainTradeTransaction>",
+    ]
+    for n, ln in enumerate(doc.lines, 1):
+        out.append(
+            f"<ram:IncludedSupplyChainTradeLineItem><ram:AssociatedDocumentLineDocument>"
+            f"<ram:LineID>{n}</ram:LineID></ram:AssociatedDocumentLineDocument>"
+            f"<ram:SpecifiedTradeProduct><ram:SellerAssignedID>{escape(ln.sku)}"
+            f"</ram:SellerAssignedID><ram:Name>{escape(ln.description)}</ram:Name>"
+            "</ram:SpecifiedTradeProduct><ram:SpecifiedLineTradeAgreement>"
+            f"<ram:BuyerOrderReferencedDocument><ram:LineID>{escape(ln.sku)}</ram:LineID>"
+            "</ram:BuyerOrderReferencedDocument><ram:NetPriceProductTradePrice>"
+            f"<ram:ChargeAmount>{_money(ln.unit_price_paise)}</ram:ChargeAmount>"
+            "</ram:NetPriceProductTradePrice></ram:SpecifiedLineTradeAgreement>"
+            f'<ram:SpecifiedLineTradeDelivery><ram:BilledQuantity unitCode="C62">{ln.qty}'
+            "</ram:BilledQuantity></ram:SpecifiedLineTradeDelivery>"
+            "<ram:SpecifiedLineTradeSettlement><ram:ApplicableTradeTax><ram:TypeCode>VAT"
+            "</ram:TypeCode><ram:CategoryCode>S</ram:CategoryCode><ram:RateApplicablePercent>"
+            f"{tax_rate}</ram:RateApplicablePercent></ram:ApplicableTradeTax>"
+            "<ram:SpecifiedTradeSettlementLineMonetarySummation><ram:LineTotalAmount>"
+            f"{_money(ln.qty * ln.unit_price_paise)}</ram:LineTotalAmount>"
+            "</ram:SpecifiedTradeSettlementLineMonetarySummation>"
+            "</ram:SpecifiedLineTradeSettlement></ram:IncludedSupplyChainTradeLineItem>")
+    party = [f"<ram:SellerTradeParty><ram:Name>{escape(seller.name or '')}</ram:Name>"]
+    if seller.endpoint:
+        scheme, _, ident = seller.endpoint.rpartition(":")
+        party.append(f"<ram:URIUniversalCommunication><ram:URIID schemeID="
+                     f"{quoteattr(scheme or '0088')}>{escape(ident)}</ram:URIID>"
+                     "</ram:URIUniversalCommunication>")
+    for tax_id in (seller.gstin, seller.vat_id):
+        if tax_id:
+            party.append(f'<ram:SpecifiedTaxRegistration><ram:ID schemeID="VA">{escape(tax_id)}'
+                         "</ram:ID></ram:SpecifiedTaxRegistration>")
+    party.append("</ram:SellerTradeParty>")
+    out.append("<ram:ApplicableHeaderTradeAgreement>" + "".join(party)
+               + "<ram:BuyerTradeParty><ram:Name>Distributor</ram:Name></ram:BuyerTradeParty>"
+               f"<ram:BuyerOrderReferencedDocument><ram:IssuerAssignedID>{escape(doc.po_number)}"
+               "</ram:IssuerAssignedID></ram:BuyerOrderReferencedDocument>"
+               "</ram:ApplicableHeaderTradeAgreement><ram:ApplicableHeaderTradeDelivery/>")
+    refs = "".join(f"<ram:InvoiceReferencedDocument><ram:IssuerAssignedID>{escape(c)}"
+                   "</ram:IssuerAssignedID></ram:InvoiceReferencedDocument>" for c in cites)
+    out.append(
+        f"<ram:ApplicableHeaderTradeSettlement><ram:InvoiceCurrencyCode>{escape(currency)}"
+        f"</ram:InvoiceCurrencyCode><ram:ApplicableTradeTax><ram:CalculatedAmount>{_money(tax)}"
+        f"</ram:CalculatedAmount><ram:TypeCode>VAT</ram:TypeCode><ram:BasisAmount>{_money(net)}"
+        "</ram:BasisAmount><ram:CategoryCode>S</ram:CategoryCode><ram:RateApplicablePercent>"
+        f"{tax_rate}</ram:RateApplicablePercent></ram:ApplicableTradeTax>"
+        "<ram:SpecifiedTradeSettlementHeaderMonetarySummation>"
+        f"<ram:LineTotalAmount>{_money(net)}</ram:LineTotalAmount>"
+        f"<ram:TaxBasisTotalAmount>{_money(net)}</ram:TaxBasisTotalAmount>"
+        f"<ram:TaxTotalAmount currencyID={quoteattr(currency)}>{_money(tax)}</ram:TaxTotalAmount>"
+        f"<ram:GrandTotalAmount>{_money(net + tax)}</ram:GrandTotalAmount>"
+        f"<ram:DuePayableAmount>{_money(net + tax)}</ram:DuePayableAmount>"
+        f"</ram:SpecifiedTradeSettlementHeaderMonetarySummation>{refs}"
+        "</ram:ApplicableHeaderTradeSettlement></rsm:SupplyChainTradeTransaction>"
+        "</rsm:CrossIndustryInvoice>")
+    return "\n".join(out) + "\n"
