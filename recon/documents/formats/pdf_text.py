@@ -19,7 +19,8 @@ from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
 from recon.errors import UnreadableInvoice
 
 MAX_PAGES = 50
-SCAN_REASON = "PDF has no text layer (a scan): OCR is not done, a person or a model must read it"
+OCR_NOTE = "OCR is not done, a person or a model must read it"
+SCAN_REASON = f"PDF has no text layer (a scan): {OCR_NOTE}"
 
 
 def open_pdf(data: bytes, name: str) -> PdfReader:
