@@ -32,6 +32,8 @@ def seed(
         max=MAX_SEED_INVOICES)] = 40,
     seed_: Annotated[int, typer.Option("--seed", help="Random seed.", min=0,
                                        max=MAX_SEED_VALUE)] = 7,
+    format_: Annotated[str, typer.Option(
+        "--format", help="Documents as text, ubl, gst, cii, facturx, pdf or mixed.")] = "text",
 ) -> None:
     """Create a deterministic, realistic night of invoices, orders and receipts."""
     from recon.documents.seed import seed_night
@@ -42,7 +44,7 @@ def seed(
 
     async def go():
         async with database() as pool:
-            return await seed_night(pool, day, wh, invoices, mismatches, seed_)
+            return await seed_night(pool, day, wh, invoices, mismatches, seed_, format_)
 
     result = asyncio.run(go())
     console.print(

@@ -39,3 +39,11 @@ async def credit_notes_of_night(conn: asyncpg.Connection | asyncpg.Pool, busines
         " c.currency, c.format FROM credit_notes c JOIN suppliers s USING (supplier_id)"
         " WHERE c.business_date = $1 AND c.warehouse = $2 ORDER BY c.supplier_id, c.credit_note_no",
         business_date, warehouse)
+
+
+async def debit_note_keys(conn: asyncpg.Connection | asyncpg.Pool,
+                          supplier_ids: Sequence[str]) -> list[asyncpg.Record]:
+    """Keys of every debit note we queued to these suppliers (a credit note may answer any)."""
+    return await conn.fetch(
+        "SELECT supplier_id, key FROM outbox WHERE kind = 'debit-note'"
+        " AND supplier_id = ANY($1::text[])", list(supplier_ids))
