@@ -1,9 +1,11 @@
 """`recon import --maildir DIR`: a mailbox of supplier mail becomes a night's documents.
 
 Each message in `DIR/new` and `DIR/cur` is read with the standard `email` package. Its documents
-are its attachments (PDF, XML, JSON, text, CSV, images, or any file by its content) and its body
-when the body is itself an invoice (a text layout, an e-invoice JSON or XML a reader recognises);
-a covering note ("please find attached") is not a document.
+are its attachments (PDF, XML, JSON, text, CSV, or any file by its content) and its body when the
+body is itself an invoice (a text layout, an e-invoice JSON or XML a reader recognises); a
+covering note ("please find attached") is not a document. Pictures are documents only in a
+message that carries nothing else (a photographed or scanned invoice, parked: OCR is not done);
+beside a document they are logos.
 
 - A message is dealt with once: its `Message-ID` (or, if it has none, the SHA-256 of its bytes)
   is recorded in `mail_messages` in the import's transaction; a message already recorded is
@@ -93,7 +95,9 @@ def _scan(name: str, data: bytes) -> FileReading:
 
 
 def _documents(msg: EmailMessage, short: str) -> list[Incoming]:
-    docs = []
+    """The message's documents. Pictures count only when nothing else is attached: then they are
+    scans (parked, OCR is not done); beside a document they are logos and signatures."""
+    docs, pictures = [], []
     for n, part in enumerate(msg.iter_attachments(), 1):
         ctype = part.get_content_type()
         if ctype in _SKIPPED_TYPES or part.is_multipart():
@@ -101,14 +105,15 @@ def _documents(msg: EmailMessage, short: str) -> list[Incoming]:
         name = os.path.basename(part.get_filename() or f"attachment-{n}")
         data = part.get_payload(decode=True) or b""
         file = _scan(name, data) if ctype.startswith("image/") else read_file(name, data)
-        docs.append(Incoming(file, f"{name} (message {short})", f"{stem_of(name)}-{short}"))
+        (pictures if ctype.startswith("image/") else docs).append(
+            Incoming(file, f"{name} (message {short})", f"{stem_of(name)}-{short}"))
     body = msg.get_body(preferencelist=("plain",))
     if body is not None:
         text = body.get_content()
         file = read_file("body", text.encode("utf-8"))
         if file.reading is not None:
             docs.append(Incoming(file, f"body (message {short})", f"body-{short}"))
-    return docs
+    return docs or pictures
 
 
 def read_message(path: Path) -> Message:
