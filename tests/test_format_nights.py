@@ -61,3 +61,33 @@ async def test_a_night_in_each_format_posts_the_text_nights_claims(
     if fmt == "pdf":  # text layers for the layout parser; the scans parked without it
         assert readers.get("offline-parser") == INVOICES - len(seeded.unreadable)
         assert readers.get("document-reader") == len(seeded.unreadable)
+
+
+async def test_with_a_paid_model_only_text_reaches_it(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    """A mixed night with a model configured: e-invoices, UBL, CII and Factur-X are read exactly
+    here and never sent; text and PDF text layers go to the model; scans are parked unsent."""
+    from tests.fake_openai import API_KEY, MODEL, ScriptedOpenAI
+
+    day, warehouse, queue = night
+    seeded = await seed_night(pool, day, warehouse, INVOICES, MISMATCHES, SEED, "mixed")
+    documents = {r["invoice_no"]: r["document"] for r in await pool.fetch(
+        "SELECT invoice_no, document FROM invoices WHERE warehouse = $1", warehouse)}
+    texts = {n for n, d in documents.items() if not d.lstrip().startswith(("<", "{", "%recon"))}
+    with ScriptedOpenAI() as fake:
+        settings = settings_for(queue, openai_api_key=API_KEY, openai_base_url=fake.base_url,
+                                model=MODEL, extract_batch_size=10)
+        async with inprocess_worker(settings):
+            handle = await start(client, settings, day, warehouse)
+            summary = await handle.result()
+        asked = {r.invoice_no for r in fake.snapshot()}
+    assert summary.status == "Completed"
+    assert asked == texts and 0 < len(texts) < INVOICES - len(seeded.unreadable)
+    posted = sorted((r["invoice_no"], r["line_no"], r["kind"], r["supplier_id"],
+                     r["amount_paise"]) for r in await ledger_rows(pool, handle.id))
+    assert posted == _claims_of_plan(day, warehouse, "text")
+    readers = dict(await pool.fetch(
+        "SELECT extractor, count(*) FROM model_calls WHERE workflow_id = $1 GROUP BY 1",
+        handle.id))
+    assert readers["document-reader"] == INVOICES - len(texts)
