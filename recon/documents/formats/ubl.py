@@ -210,8 +210,8 @@ def read_root(root: Element) -> Reading:
                                 inclusive - (amount("PrepaidAmount") or Decimal("0"))
                                 + (amount("PayableRoundingAmount") or Decimal("0"))))
     totals += tax_checks
-    cites = [ref.text.strip() for ref in doc.iter(f"{{{CBC}}}ID")
-             if ref.text and ref.text.strip() and _under_billing_reference(doc, ref)]
+    cites = [cited for billing in _F.all(doc, "cac:BillingReference") for child in billing
+             if (cited := _F.text(child, "cbc:ID"))]
     return Reading(
         format=FORMAT, kind=kind, number=_F.text(doc, "cbc:ID"),
         issued_on=_F.text(doc, "cbc:IssueDate"),
@@ -219,11 +219,3 @@ def read_root(root: Element) -> Reading:
         po_number=_F.text(doc, "cac:OrderReference/cbc:ID"), currency=currency,
         lines=lines, totals=totals, cites=cites, payable=payable,
     )
-
-
-def _under_billing_reference(doc: Element, ref: Element) -> bool:
-    for billing in _F.all(doc, "cac:BillingReference"):
-        for child in billing:
-            if _F.one(child, "cbc:ID") is ref:
-                return True
-    return False
