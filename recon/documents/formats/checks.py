@@ -54,7 +54,8 @@ def check(reading: Reading) -> None:
     if len(reading.number) > 64:
         raise UnreadableInvoice(f"{reading.format}: document number longer than 64 characters")
     if not reading.lines:
-        raise UnreadableInvoice(f"{reading.format}: no line items found")
+        why = f" ({'; '.join(reading.notes)})" if reading.notes else ""
+        raise UnreadableInvoice(f"{reading.format}: no line items found{why}")
     if len(reading.lines) > MAX_LINES:
         raise UnreadableInvoice(f"{reading.format}: more than {MAX_LINES} lines")
     seen: set[int] = set()

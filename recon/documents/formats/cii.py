@@ -192,8 +192,14 @@ def read_root(root: Element) -> Reading:
                             + (amount("RoundingAmount") or Decimal("0"))))
     cites = [c for c in (_F.text(ref, "ram:IssuerAssignedID") for ref in
                          _F.all(settlement, "ram:InvoiceReferencedDocument")) if c]
+    notes = []
+    guideline = _F.text(root, "rsm:ExchangedDocumentContext/"
+                              "ram:GuidelineSpecifiedDocumentContextParameter/ram:ID") or ""
+    if not lines and ("minimum" in guideline.lower() or "basicwl" in guideline.lower()):
+        notes.append(f"the {guideline} profile carries no lines: ask the supplier for the "
+                     "BASIC, EN 16931 or EXTENDED profile")
     return Reading(
-        format=FORMAT, kind=kind, number=_F.text(header, "ram:ID"),
+        format=FORMAT, kind=kind, number=_F.text(header, "ram:ID"), notes=notes,
         issued_on=_iso(_F.text(header, "ram:IssueDateTime/udt:DateTimeString")),
         sender=_sender(_F.one(agreement, "ram:SellerTradeParty")),
         po_number=_F.text(agreement, "ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID"),

@@ -19,7 +19,7 @@ from recon.documents.formats.pdf_text import text_pdf_writer, to_bytes
 from recon.errors import UnreadableInvoice
 
 NAMES = ("factur-x.xml", "zugferd-invoice.xml", "xrechnung.xml")
-MAX_XML_BYTES = 5_000_000
+MAX_XML_BYTES = 400_000  # as much as any other document file may be
 
 
 def embedded_xml(reader: PdfReader, name: str) -> bytes | None:

@@ -15,8 +15,9 @@ A Peppol StandardBusinessDocument envelope around the invoice is opened.
 Rules (EN 16931's own, BR-CO-10..16, and Peppol's R120): the lines' net amounts sum exactly to
 LineExtensionAmount; TaxExclusive = LineExtension - AllowanceTotal + ChargeTotal; the tax
 subtotals sum to the tax total, and each is its taxable amount times its rate within 0.01;
-TaxInclusive = TaxExclusive + tax; Payable = TaxInclusive - Prepaid + Rounding; a line's net is
-quantity x price / base quantity (rounded to 0.01) + its charges - its allowances, within 0.01.
+TaxInclusive = TaxExclusive + tax; Payable = TaxInclusive - Prepaid + Rounding; in a Peppol
+document (CustomizationID naming Peppol) a line's net is quantity x price / base quantity (rounded
+to 0.01) + its charges - its allowances, within 0.01 (R120; plain EN 16931 has no such rule).
 The line's SKU is, in this order, the buyer's item id (our own code), the seller's item id, the
 order line reference, the standard item id, the item's name (then usually an unknown SKU, parked
 by step 3 for a person to see).
@@ -179,10 +180,14 @@ def read_root(root: Element) -> Reading:
     line_nodes = _F.all(doc, "cac:CreditNoteLine" if credit else "cac:InvoiceLine")
     qty_tag = "CreditedQuantity" if credit else "InvoicedQuantity"
     lines, totals = [], []
+    # Peppol's R120 binds a line's amount to its price; EN 16931 alone does not (its own UBL
+    # examples state lines that do not multiply out), so only a Peppol document is held to it.
+    peppol = "peppol" in (_F.text(doc, "cbc:CustomizationID") or "").lower()
     for node, line_no in zip(line_nodes, _line_numbers(line_nodes), strict=True):
         line, check = _line(node, line_no, qty_tag)
         lines.append(line)
-        totals.append(check)
+        if peppol:
+            totals.append(check)
     money = _F.one(doc, "cac:LegalMonetaryTotal")
     tax, tax_checks = _tax_total(doc, currency)
     payable = None
