@@ -233,3 +233,15 @@ def test_seeded_gstins_carry_their_check_character() -> None:
     ids = seller_of("S007", "Punjab Dairy Pvt Ltd")
     assert ids.gstin is not None and len(ids.gstin) == 15 and ids.gstin.startswith("03")
     assert ids.gstin[-1] == gstin_check(ids.gstin[:14])
+
+
+@pytest.mark.parametrize("number", ["1e999999999", "1E+30", "0.00000000000001", "NaN", "Infinity"])
+def test_absurd_numbers_are_refused_not_computed(number: str) -> None:
+    text = ubl_writer.write(DOC, SELLER).replace(
+        '<cbc:InvoicedQuantity unitCode="C62">3<', f'<cbc:InvoicedQuantity unitCode="C62">{number}<')
+    with pytest.raises(UnreadableInvoice, match="line 1 InvoicedQuantity is not a"):
+        check(ubl.read(text))
+    upload = json.loads(gst_writer.write(DOC, SELLER))
+    upload["ItemList"][0]["UnitPrice"] = number
+    with pytest.raises(UnreadableInvoice, match="UnitPrice is not a"):
+        gst_einvoice.read(json.dumps(upload))

@@ -14,6 +14,9 @@ from decimal import Decimal, InvalidOperation
 from recon.errors import UnreadableInvoice
 
 INVOICE, CREDIT_NOTE, DEBIT_NOTE = "invoice", "credit-note", "debit-note"
+# A hostile number ("1e999999") must be refused, not computed with: no invoice states an amount of
+# more than 10^15 or with more than 10 decimals.
+MAX_DIGITS, MAX_DECIMALS = 15, 10
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ def decimal(text: str | None, what: str) -> Decimal:
         raise UnreadableInvoice(f"{what} is not a number: {raw[:40]!r}") from None
     if not value.is_finite():
         raise UnreadableInvoice(f"{what} is not a number: {raw[:40]!r}")
+    if value and (value.adjusted() > MAX_DIGITS or value.as_tuple().exponent < -MAX_DECIMALS):
+        raise UnreadableInvoice(f"{what} is not a plausible amount: {raw[:40]!r}")
     return value
 
 
