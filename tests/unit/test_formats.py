@@ -245,3 +245,15 @@ def test_absurd_numbers_are_refused_not_computed(number: str) -> None:
     upload["ItemList"][0]["UnitPrice"] = number
     with pytest.raises(UnreadableInvoice, match="UnitPrice is not a"):
         gst_einvoice.read(json.dumps(upload))
+
+
+def test_zugferd_1_reads_like_cii_and_skips_note_lines() -> None:
+    file = read_file("ZUGFeRD-invoice.xml", fixture("zugferd1.xml"))
+    assert file.format == "cii" and file.reading is not None
+    reading = file.reading
+    check(reading)
+    assert (reading.number, reading.issued_on, reading.po_number, reading.sender.vat_id) == (
+        "RE-2026-5501", "2026-10-12", "PO-EU-78", "DE123456789")
+    assert [(ln.line_no, ln.sku, unit_price_paise(ln)) for ln in reading.lines] == [
+        (1, "SKU-1013", 1_000), (2, "SKU-1015", 250)]
+    assert payable_paise(reading) == 17_250

@@ -1,5 +1,5 @@
-"""UN/CEFACT Cross Industry Invoice (CII D16B, the XML of Factur-X, ZUGFeRD 2 and XRechnung):
-read exactly, and written.
+"""UN/CEFACT Cross Industry Invoice (CII D16B, the XML of Factur-X, ZUGFeRD 2 and XRechnung, and
+the older CrossIndustryDocument of ZUGFeRD 1.0, the same terms under CII D13B names): read exactly.
 
 Fields read: `rsm:ExchangedDocument` (`ram:ID`, `ram:TypeCode`: 380 invoice, 381 credit note,
 383 debit note, 384 corrected invoice, 389 self-billed; `ram:IssueDateTime/udt:DateTimeString`
@@ -53,18 +53,37 @@ CREDIT_CODES = {"381", "261", "262", "296", "308", "396", "420", "458", "532"}
 DEBIT_CODES = {"383", "80", "84"}
 
 _F = Finder({"rsm": RSM, "ram": RAM, "udt": UDT})
+# ZUGFeRD 1.0 (2014): the same business terms under the CII D13B names it was built on.
+ZF1_RSM = "urn:ferd:CrossIndustryDocument:invoice:1p0"
+_ZF1 = Finder(
+    {"rsm": ZF1_RSM, "ram": "urn:un:unece:uncefact:data:standard:"
+                            "ReusableAggregateBusinessInformationEntity:12",
+     "udt": "urn:un:unece:uncefact:data:standard:UnqualifiedDataType:15"},
+    {"ExchangedDocumentContext": "SpecifiedExchangedDocumentContext",
+     "ExchangedDocument": "HeaderExchangedDocument",
+     "SupplyChainTradeTransaction": "SpecifiedSupplyChainTradeTransaction",
+     "ApplicableHeaderTradeAgreement": "ApplicableSupplyChainTradeAgreement",
+     "ApplicableHeaderTradeSettlement": "ApplicableSupplyChainTradeSettlement",
+     "SpecifiedTradeSettlementHeaderMonetarySummation": "SpecifiedTradeSettlementMonetarySummation",
+     "SpecifiedTradeSettlementLineMonetarySummation": "SpecifiedTradeSettlementMonetarySummation",
+     "SpecifiedLineTradeAgreement": "SpecifiedSupplyChainTradeAgreement",
+     "SpecifiedLineTradeDelivery": "SpecifiedSupplyChainTradeDelivery",
+     "SpecifiedLineTradeSettlement": "SpecifiedSupplyChainTradeSettlement",
+     "RateApplicablePercent": "ApplicablePercent",
+     "IssuerAssignedID": "ID"})
 
 
 def is_cii(root: Element) -> bool:
-    return namespace(root.tag) == RSM and local(root.tag) == "CrossIndustryInvoice"
+    return ((namespace(root.tag), local(root.tag)) in
+            ((RSM, "CrossIndustryInvoice"), (ZF1_RSM, "CrossIndustryDocument")))
 
 
-def _charges(node: Element | None, charge: bool) -> Decimal:
+def _charges(f: Finder, node: Element | None, charge: bool) -> Decimal:
     total = Decimal("0")
-    for ac in _F.all(node, "ram:SpecifiedTradeAllowanceCharge"):
-        flag = (_F.text(ac, "ram:ChargeIndicator/udt:Indicator") or "").lower() == "true"
+    for ac in f.all(node, "ram:SpecifiedTradeAllowanceCharge"):
+        flag = (f.text(ac, "ram:ChargeIndicator/udt:Indicator") or "").lower() == "true"
         if flag == charge:
-            total += decimal(_F.text(ac, "ram:ActualAmount"), "AllowanceCharge ActualAmount")
+            total += decimal(f.text(ac, "ram:ActualAmount"), "AllowanceCharge ActualAmount")
     return total
 
 
@@ -77,9 +96,9 @@ def _iso(text: str | None) -> str | None:
     return None
 
 
-def _sender(party: Element | None) -> PartyIds:
+def _sender(f: Finder, party: Element | None) -> PartyIds:
     vat = gstin = None
-    for reg in _F.all(party, "ram:SpecifiedTaxRegistration/ram:ID"):
+    for reg in f.all(party, "ram:SpecifiedTaxRegistration/ram:ID"):
         value = (reg.text or "").strip()
         if not value:
             continue
@@ -88,38 +107,38 @@ def _sender(party: Element | None) -> PartyIds:
         elif reg.get("schemeID", "VA") == "VA":
             vat = vat or value
     endpoint = None
-    uri = _F.one(party, "ram:URIUniversalCommunication/ram:URIID")
+    uri = f.one(party, "ram:URIUniversalCommunication/ram:URIID")
     if uri is not None and uri.text and uri.text.strip():
         scheme = uri.get("schemeID", "").strip()
         endpoint = f"{scheme}:{uri.text.strip()}" if scheme else uri.text.strip()
-    return PartyIds(gstin=gstin, vat_id=vat, endpoint=endpoint, name=_F.text(party, "ram:Name"))
+    return PartyIds(gstin=gstin, vat_id=vat, endpoint=endpoint, name=f.text(party, "ram:Name"))
 
 
-def _line(node: Element, position: int, line_numbers_ok: bool) -> ReadingLine:
-    raw_id = _F.text(node, "ram:AssociatedDocumentLineDocument/ram:LineID") or ""
+def _line(f: Finder, node: Element, position: int, line_numbers_ok: bool) -> ReadingLine:
+    raw_id = f.text(node, "ram:AssociatedDocumentLineDocument/ram:LineID") or ""
     line_no = int(raw_id) if line_numbers_ok else position
     where = f"line {line_no}"
-    product = _F.one(node, "ram:SpecifiedTradeProduct")
-    agreement = _F.one(node, "ram:SpecifiedLineTradeAgreement")
-    qty_node = _F.one(node, "ram:SpecifiedLineTradeDelivery/ram:BilledQuantity")
-    settlement = _F.one(node, "ram:SpecifiedLineTradeSettlement")
+    product = f.one(node, "ram:SpecifiedTradeProduct")
+    agreement = f.one(node, "ram:SpecifiedLineTradeAgreement")
+    qty_node = f.one(node, "ram:SpecifiedLineTradeDelivery/ram:BilledQuantity")
+    settlement = f.one(node, "ram:SpecifiedLineTradeSettlement")
     quantity = decimal(qty_node.text if qty_node is not None else None, f"{where} BilledQuantity")
-    net = decimal(_F.text(settlement, "ram:SpecifiedTradeSettlementLineMonetarySummation/"
+    net = decimal(f.text(settlement, "ram:SpecifiedTradeSettlementLineMonetarySummation/"
                                       "ram:LineTotalAmount"), f"{where} LineTotalAmount")
-    price = optional_decimal(_F.text(agreement, "ram:NetPriceProductTradePrice/ram:ChargeAmount"),
+    price = optional_decimal(f.text(agreement, "ram:NetPriceProductTradePrice/ram:ChargeAmount"),
                              f"{where} net price")
-    basis = optional_decimal(_F.text(agreement, "ram:NetPriceProductTradePrice/ram:BasisQuantity"),
+    basis = optional_decimal(f.text(agreement, "ram:NetPriceProductTradePrice/ram:BasisQuantity"),
                              f"{where} BasisQuantity")
     if basis is not None and basis <= 0:
         raise UnreadableInvoice(f"{where}: BasisQuantity {basis} is not positive")
     unit_price = price / (basis or Decimal("1")) if price is not None else None
-    sku = (_F.text(product, "ram:BuyerAssignedID") or _F.text(product, "ram:SellerAssignedID")
-           or _F.text(agreement, "ram:BuyerOrderReferencedDocument/ram:LineID")
-           or _F.text(product, "ram:GlobalID") or _F.text(product, "ram:Name") or "")
+    sku = (f.text(product, "ram:BuyerAssignedID") or f.text(product, "ram:SellerAssignedID")
+           or f.text(agreement, "ram:BuyerOrderReferencedDocument/ram:LineID")
+           or f.text(product, "ram:GlobalID") or f.text(product, "ram:Name") or "")
     line = ReadingLine(
-        line_no=line_no, sku=sku[:64], description=(_F.text(product, "ram:Name") or "")[:200],
+        line_no=line_no, sku=sku[:64], description=(f.text(product, "ram:Name") or "")[:200],
         quantity=quantity, net_amount=net, unit_price=unit_price,
-        tax_rate=optional_decimal(_F.text(settlement, "ram:ApplicableTradeTax/"
+        tax_rate=optional_decimal(f.text(settlement, "ram:ApplicableTradeTax/"
                                           "ram:RateApplicablePercent"), f"{where} tax rate"),
         unit=qty_node.get("unitCode") if qty_node is not None else None,
     )
@@ -137,38 +156,44 @@ def read(data: bytes | str) -> Reading:
 def read_root(root: Element) -> Reading:
     if not is_cii(root):
         raise UnreadableInvoice("not a CrossIndustryInvoice")
-    header = _F.one(root, "rsm:ExchangedDocument")
-    trade = _F.one(root, "rsm:SupplyChainTradeTransaction")
-    agreement = _F.one(trade, "ram:ApplicableHeaderTradeAgreement")
-    settlement = _F.one(trade, "ram:ApplicableHeaderTradeSettlement")
-    type_code = _F.text(header, "ram:TypeCode") or "380"
+    f = _F if namespace(root.tag) == RSM else _ZF1
+    header = f.one(root, "rsm:ExchangedDocument")
+    trade = f.one(root, "rsm:SupplyChainTradeTransaction")
+    agreement = f.one(trade, "ram:ApplicableHeaderTradeAgreement")
+    settlement = f.one(trade, "ram:ApplicableHeaderTradeSettlement")
+    type_code = f.text(header, "ram:TypeCode") or "380"
     kind = (CREDIT_NOTE if type_code in CREDIT_CODES
             else DEBIT_NOTE if type_code in DEBIT_CODES else INVOICE)
-    currency = _F.text(settlement, "ram:InvoiceCurrencyCode")
-    nodes = _F.all(trade, "ram:IncludedSupplyChainTradeLineItem")
-    ids = [_F.text(n, "ram:AssociatedDocumentLineDocument/ram:LineID") or "" for n in nodes]
+    currency = f.text(settlement, "ram:InvoiceCurrencyCode")
+    # A line item with neither a quantity nor an amount is a note between lines (ZUGFeRD's
+    # EXTENDED profile writes them): it bills nothing and is left out.
+    nodes = [n for n in f.all(trade, "ram:IncludedSupplyChainTradeLineItem")
+             if f.one(n, "ram:SpecifiedLineTradeDelivery/ram:BilledQuantity") is not None
+             or f.one(n, "ram:SpecifiedLineTradeSettlement/"
+                         "ram:SpecifiedTradeSettlementLineMonetarySummation") is not None]
+    ids = [f.text(n, "ram:AssociatedDocumentLineDocument/ram:LineID") or "" for n in nodes]
     numbered = (all(i.isdigit() and 1 <= int(i) <= 500 for i in ids)
                 and len(set(map(int, ids))) == len(ids)) if ids else False
     lines, totals = [], []
     for position, node in enumerate(nodes, 1):
-        lines.append(_line(node, position, numbered))
-    summary = _F.one(settlement, "ram:SpecifiedTradeSettlementHeaderMonetarySummation")
+        lines.append(_line(f, node, position, numbered))
+    summary = f.one(settlement, "ram:SpecifiedTradeSettlementHeaderMonetarySummation")
 
     def amount(tag: str) -> Decimal | None:
-        return optional_decimal(_F.text(summary, f"ram:{tag}"), f"MonetarySummation/{tag}")
+        return optional_decimal(f.text(summary, f"ram:{tag}"), f"MonetarySummation/{tag}")
 
-    taxes = _F.all(settlement, "ram:ApplicableTradeTax")
+    taxes = f.all(settlement, "ram:ApplicableTradeTax")
     tax_parts = []
     for n, tax in enumerate(taxes, 1):
-        calculated = decimal(_F.text(tax, "ram:CalculatedAmount"), f"tax {n} CalculatedAmount")
-        basis = optional_decimal(_F.text(tax, "ram:BasisAmount"), f"tax {n} BasisAmount")
-        rate = optional_decimal(_F.text(tax, "ram:RateApplicablePercent"), f"tax {n} rate")
+        calculated = decimal(f.text(tax, "ram:CalculatedAmount"), f"tax {n} CalculatedAmount")
+        basis = optional_decimal(f.text(tax, "ram:BasisAmount"), f"tax {n} BasisAmount")
+        rate = optional_decimal(f.text(tax, "ram:RateApplicablePercent"), f"tax {n} rate")
         tax_parts.append(calculated)
         if basis is not None and rate is not None:
             totals.append(Total(f"tax at {rate}% (ApplicableTradeTax {n})", calculated,
                                 (basis * rate / 100).quantize(CENT), CENT))
     tax_total = None
-    for node in _F.all(summary, "ram:TaxTotalAmount"):
+    for node in f.all(summary, "ram:TaxTotalAmount"):
         if currency is None or node.get("currencyID") in (None, currency):
             tax_total = decimal(node.text, "TaxTotalAmount")
             break
@@ -178,8 +203,8 @@ def read_root(root: Element) -> Reading:
     grand, due = amount("GrandTotalAmount"), amount("DuePayableAmount")
     if line_total is not None:
         totals.append(Total("LineTotalAmount", line_total, _sum(ln.net_amount for ln in lines)))
-    totals.append(Total("AllowanceTotalAmount", allowances, _charges(settlement, False)))
-    totals.append(Total("ChargeTotalAmount", charges, _charges(settlement, True)))
+    totals.append(Total("AllowanceTotalAmount", allowances, _charges(f, settlement, False)))
+    totals.append(Total("ChargeTotalAmount", charges, _charges(f, settlement, True)))
     if basis_total is not None and line_total is not None:
         totals.append(Total("TaxBasisTotalAmount", basis_total, line_total - allowances + charges))
     if tax_total is not None and tax_parts:
@@ -190,19 +215,19 @@ def read_root(root: Element) -> Reading:
         totals.append(Total("DuePayableAmount", due,
                             grand - (amount("TotalPrepaidAmount") or Decimal("0"))
                             + (amount("RoundingAmount") or Decimal("0"))))
-    cites = [c for c in (_F.text(ref, "ram:IssuerAssignedID") for ref in
-                         _F.all(settlement, "ram:InvoiceReferencedDocument")) if c]
+    cites = [c for c in (f.text(ref, "ram:IssuerAssignedID") for ref in
+                         f.all(settlement, "ram:InvoiceReferencedDocument")) if c]
     notes = []
-    guideline = _F.text(root, "rsm:ExchangedDocumentContext/"
+    guideline = f.text(root, "rsm:ExchangedDocumentContext/"
                               "ram:GuidelineSpecifiedDocumentContextParameter/ram:ID") or ""
     if not lines and ("minimum" in guideline.lower() or "basicwl" in guideline.lower()):
         notes.append(f"the {guideline} profile carries no lines: ask the supplier for the "
                      "BASIC, EN 16931 or EXTENDED profile")
     return Reading(
-        format=FORMAT, kind=kind, number=_F.text(header, "ram:ID"), notes=notes,
-        issued_on=_iso(_F.text(header, "ram:IssueDateTime/udt:DateTimeString")),
-        sender=_sender(_F.one(agreement, "ram:SellerTradeParty")),
-        po_number=_F.text(agreement, "ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID"),
+        format=FORMAT, kind=kind, number=f.text(header, "ram:ID"), notes=notes,
+        issued_on=_iso(f.text(header, "ram:IssueDateTime/udt:DateTimeString")),
+        sender=_sender(f, f.one(agreement, "ram:SellerTradeParty")),
+        po_number=f.text(agreement, "ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID"),
         currency=currency, lines=lines, totals=totals, cites=cites,
         payable=due if due is not None else grand,
     )

@@ -56,8 +56,9 @@ def namespace(tag: str) -> str:
 class Finder:
     """Paths like `cac:Party/cbc:EndpointID` resolved against a fixed prefix map."""
 
-    def __init__(self, prefixes: dict[str, str]) -> None:
+    def __init__(self, prefixes: dict[str, str], renames: dict[str, str] | None = None) -> None:
         self.prefixes = prefixes
+        self.renames = renames or {}  # an older vocabulary's names for the same elements
         self._cache: dict[str, str] = {}
 
     def path(self, path: str) -> str:
@@ -66,6 +67,7 @@ class Finder:
             parts = []
             for step in path.split("/"):
                 prefix, _, name = step.rpartition(":")
+                name = self.renames.get(name, name)
                 parts.append(f"{{{self.prefixes[prefix]}}}{name}" if prefix else name)
             found = self._cache[path] = "/".join(parts)
         return found
