@@ -128,8 +128,8 @@ async def store(conn: asyncpg.Connection, batch: Batch, day: date, warehouse: st
         inserted = await seeding.insert_imported_invoices(conn, rows)
         new = set(inserted)
         await document_files.record_files(conn, [
-            (d.number, d.incoming.file.format, d.incoming.origin, d.incoming.file.sha256,
-             _issued(d)) for d in batch.invoices if d.number in new])
+            (d.number, d.supplier_id, d.incoming.file.format, d.incoming.origin,
+             d.incoming.file.sha256, _issued(d)) for d in batch.invoices if d.number in new])
     credits = await credit_notes.insert_credit_notes(
         conn, [credit_row(d, day, warehouse) for d in batch.credit_notes])
     formats = Counter(d.incoming.file.format for d in batch.invoices + batch.credit_notes)

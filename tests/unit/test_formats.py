@@ -257,3 +257,16 @@ def test_zugferd_1_reads_like_cii_and_skips_note_lines() -> None:
     assert [(ln.line_no, ln.sku, unit_price_paise(ln)) for ln in reading.lines] == [
         (1, "SKU-1013", 1_000), (2, "SKU-1015", 250)]
     assert payable_paise(reading) == 17_250
+
+
+def test_html_and_loose_markup_are_text_but_broken_xml_is_parked() -> None:
+    reader = DocumentReader()
+    for markup in (b"<!DOCTYPE html><html><body>Invoice 5</body></html>",
+                   b"<html><p>Invoice <b>5</p></html>", b"<note>unclosed"):
+        file = read_file("mail.html", markup)
+        assert file.problem is None and read_stored(file.document) is None
+        assert reader.read("5", "S001", file.document) is None  # for the layouts or the model
+    broken = read_file("x.xml", b"<?xml version='1.0'?><Invoice><x></Invoice>")
+    assert "not well-formed XML" in (broken.problem or "")
+    result = reader.read("x", "S001", broken.document)
+    assert result is not None and "not well-formed" in result.unreadable.reason

@@ -12,8 +12,9 @@ as a one-line marker with the reason, which step 2 parks without asking a model.
 file is not kept; its name and SHA-256 are recorded with the invoice.
 
 The model never reads a recognised structured document (no call, no bill), nor XML that was
-refused as hostile (a DTD, entities) or is not well-formed. JSON or XML of any other shape is
-text like any other, for the offline layouts or the model.
+refused as hostile (a DTD, entities) or that declares itself XML (`<?xml`) and is not
+well-formed. JSON or XML of any other shape, HTML, and markup that is not XML are text like any
+other, for the offline layouts or the model.
 """
 
 from __future__ import annotations
@@ -58,9 +59,26 @@ def _as_text(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
 
 
+def _is_html(head: str | bytes) -> bool:
+    start = (head.decode("latin-1") if isinstance(head, bytes) else head)[:64].lstrip(
+        "\ufeff\xef\xbb\xbf \t\r\n").lower()
+    return start.startswith(("<!doctype html", "<html"))
+
+
 def _structured_xml(text: str | bytes) -> Reading | None:
-    """UBL or CII from XML, None for XML of another kind; hostile or broken XML raises."""
-    root = parse(text, "XML")
+    """UBL or CII from XML, None for XML of another kind and for HTML (text for the layouts or
+    the model); XML that declares a DTD, or says it is XML and is broken, raises."""
+    if _is_html(text[:64]):
+        return None
+    try:
+        root = parse(text, "XML")
+    except UnreadableInvoice as exc:
+        declared = text[:64].lstrip(b"\xef\xbb\xbf \t\r\n" if isinstance(text, bytes)
+                                    else "\ufeff \t\r\n")
+        if "DTD" in exc.reason or declared.startswith(b"<?xml" if isinstance(text, bytes)
+                                                       else "<?xml"):
+            raise
+        return None
     if ubl.is_ubl(root):
         return ubl.read_root(root)
     if cii.is_cii(root):
