@@ -42,7 +42,7 @@ from recon.documents.importer import import_directory  # noqa: E402
 from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render  # noqa: E402
 from recon.documents.seed_formats import seller_of, supplier_id_rows  # noqa: E402
 from recon.documents.seed_plan import plan_night  # noqa: E402
-from recon.embedded import EmbeddedPostgres  # noqa: E402
+from recon.runtime.embedded import EmbeddedPostgres  # noqa: E402
 from recon.store import seeding, supplier_ids  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
 

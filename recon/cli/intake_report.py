@@ -8,7 +8,7 @@ import asyncpg
 
 from recon.documents.importer import ImportResult
 from recon.documents.inbox import InboxResult
-from recon.errors import Refused
+from recon.domain.errors import Refused
 from recon.store import supplier_ids
 
 _GSTIN = re.compile(r"[0-9]{2}[A-Z0-9]{13}")

@@ -22,7 +22,7 @@ from pathlib import PurePath
 from recon.documents.formats.checks import check, payable_paise
 from recon.documents.formats.detect import FileReading
 from recon.documents.formats.reading import CREDIT_NOTE, Reading
-from recon.errors import ImportProblem, UnreadableInvoice
+from recon.domain.errors import ImportProblem, UnreadableInvoice
 
 
 @dataclass(frozen=True)

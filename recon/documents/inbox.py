@@ -50,7 +50,7 @@ from recon.documents.formats.detect import UNREADABLE_MARK, FileReading, read_fi
 from recon.documents.formats.pdf_text import OCR_NOTE
 from recon.documents.formats.reading import CREDIT_NOTE
 from recon.documents.intake import IntakeResult, directory, plan, store
-from recon.errors import ImportProblem
+from recon.domain.errors import ImportProblem
 from recon.store.mail_messages import known_messages, record_messages
 
 MAX_MESSAGE_BYTES = 25_000_000

@@ -28,7 +28,7 @@ from recon.documents.attribution import (
 )
 from recon.documents.formats.checks import check
 from recon.documents.formats.reading import CREDIT_NOTE
-from recon.errors import ImportProblem, UnreadableInvoice
+from recon.domain.errors import ImportProblem, UnreadableInvoice
 from recon.store import credit_notes, document_files, seeding, supplier_ids
 
 

@@ -20,7 +20,7 @@ from recon.documents.formats.pdf_text import write_scan_pdf, write_text_pdf
 from recon.documents.formats.reading import CREDIT_NOTE, DEBIT_NOTE, INVOICE, PartyIds
 from recon.documents.layouts import Document, DocumentLine, render
 from recon.documents.seed_formats import gstin_check, seller_of
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 DOC = Document("INV-7/26", "S001", "Sharma Foods & Sons <Pvt>", "2026-10-13", "PO-LDH-1",

@@ -13,7 +13,7 @@ import json
 from recon.documents.extraction.results import Result
 from recon.documents.formats.checks import as_invoice
 from recon.documents.formats.detect import read_stored
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 NAME = "document-reader"
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from recon.documents.extraction.schema import MAX_LINES, ExtractedInvoice, ExtractedLine
 from recon.documents.formats.reading import CREDIT_NOTE, Reading, ReadingLine
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 PAISA = Decimal("0.01")
 

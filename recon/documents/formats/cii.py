@@ -41,7 +41,7 @@ from recon.documents.formats.reading import (
     optional_decimal,
 )
 from recon.documents.formats.xml import Finder, local, namespace, parse
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 RSM = "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100"
 RAM = "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"

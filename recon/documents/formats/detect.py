@@ -31,7 +31,7 @@ from recon.documents.formats.facturx import embedded_xml
 from recon.documents.formats.pdf_text import SCAN_REASON, open_pdf, text_layer
 from recon.documents.formats.reading import INVOICE, PartyIds, Reading, ReadingLine
 from recon.documents.formats.xml import as_text, parse
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 UNREADABLE_MARK = "%recon-unreadable: "
 

@@ -16,7 +16,7 @@ from pypdf import PdfReader
 from pypdf.generic import ArrayObject, NameObject
 
 from recon.documents.formats.pdf_text import text_pdf_writer, to_bytes
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 NAMES = ("factur-x.xml", "zugferd-invoice.xml", "xrechnung.xml")
 MAX_XML_BYTES = 400_000  # as much as any other document file may be

@@ -40,7 +40,7 @@ from recon.documents.formats.reading import (
     decimal,
     optional_decimal,
 )
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 FORMAT = "gst-einvoice"
 RUPEE = Decimal("1")

@@ -16,7 +16,7 @@ from pypdf.errors import PdfReadError, PyPdfError
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 MAX_PAGES = 50
 OCR_NOTE = "OCR is not done, a person or a model must read it"

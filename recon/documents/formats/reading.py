@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 INVOICE, CREDIT_NOTE, DEBIT_NOTE = "invoice", "credit-note", "debit-note"
 # A hostile number ("1e999999") must be refused, not computed with: no invoice states an amount of

@@ -41,7 +41,7 @@ from recon.documents.formats.reading import (
     optional_decimal,
 )
 from recon.documents.formats.xml import Finder, local, namespace, parse
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 INVOICE_NS = "urn:oasis:names:specification:ubl:schema:xsd:Invoice-2"
 CREDIT_NOTE_NS = "urn:oasis:names:specification:ubl:schema:xsd:CreditNote-2"

@@ -16,7 +16,7 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml.ElementTree as safe_tree
 from defusedxml import DefusedXmlException
 
-from recon.errors import UnreadableInvoice
+from recon.domain.errors import UnreadableInvoice
 
 _ENCODING = re.compile(rb"^\s*<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)[\"']")
 

@@ -16,7 +16,7 @@ from recon.documents.formats.pdf_text import write_scan_pdf
 from recon.documents.formats.reading import PartyIds
 from recon.documents.layouts import Document, DocumentLine, render
 from tests.helpers import recon_cli
-from tests.test_import_formats import Suppliers, _gstin
+from tests.system.test_import_formats import Suppliers, _gstin
 
 
 def _message(sender: str, message_id: str, body: str = "Please find our invoice attached.",

@@ -68,7 +68,7 @@ async def test_with_a_paid_model_only_text_reaches_it(
 ) -> None:
     """A mixed night with a model configured: e-invoices, UBL, CII and Factur-X are read exactly
     here and never sent; text and PDF text layers go to the model; scans are parked unsent."""
-    from tests.fake_openai import API_KEY, MODEL, ScriptedOpenAI
+    from tests.fakes.openai_server import API_KEY, MODEL, ScriptedOpenAI
 
     day, warehouse, queue = night
     seeded = await seed_night(pool, day, warehouse, INVOICES, MISMATCHES, SEED, "mixed")
