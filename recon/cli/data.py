@@ -41,6 +41,10 @@ def seed(
     day, wh = business_date(date_), warehouse_code(warehouse)
     if mismatches > invoices:
         raise Refused(f"--mismatches {mismatches} is more than --invoices {invoices}")
+    from recon.documents.seed_formats import SEED_FORMATS
+
+    if format_ not in SEED_FORMATS:
+        raise Refused(f"--format must be one of {', '.join(SEED_FORMATS)}, got {format_!r}")
 
     async def go():
         async with database() as pool:
