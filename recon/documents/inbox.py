@@ -104,8 +104,10 @@ def _documents(msg: EmailMessage, short: str) -> list[Incoming]:
             continue
         name = os.path.basename(part.get_filename() or f"attachment-{n}")
         data = part.get_payload(decode=True) or b""
-        file = _scan(name, data) if ctype.startswith("image/") else read_file(name, data)
-        (pictures if ctype.startswith("image/") else docs).append(
+        file = read_file(name, data)
+        if ctype.startswith("image/") and file.format not in ("image-scan", "binary"):
+            file = _scan(name, data)  # a picture by its type, whatever its first bytes
+        (pictures if file.format == "image-scan" else docs).append(
             Incoming(file, f"{name} (message {short})", f"{stem_of(name)}-{short}"))
     body = msg.get_body(preferencelist=("plain",))
     if body is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -270,3 +271,22 @@ def test_html_and_loose_markup_are_text_but_broken_xml_is_parked() -> None:
     assert "not well-formed XML" in (broken.problem or "")
     result = reader.read("x", "S001", broken.document)
     assert result is not None and "not well-formed" in result.unreadable.reason
+
+
+@pytest.mark.parametrize(("data", "fmt", "why"), [
+    (b"\x89PNG\r\n\x1a\n....", "image-scan", "a picture (a scan or a photo): OCR is not done"),
+    (b"\xff\xd8\xff\xe0 jpeg", "image-scan", "OCR is not done"),
+    (b"PK\x03\x04 a docx or zip", "binary", "an archive or office file"),
+])
+def test_pictures_and_archives_are_unreadable_never_text(data: bytes, fmt: str, why: str) -> None:
+    file = read_file("invoice.bin", data)
+    assert file.format == fmt and why in (file.problem or "")
+    with pytest.raises(UnreadableInvoice, match=re.escape(why)):
+        read_stored(file.document)
+
+
+def test_an_irn_that_is_not_64_hex_digits_is_refused() -> None:
+    answer = json.loads(gst_writer.write(DOC, SELLER, signed=True))
+    answer["Irn"] = "not-an-irn"
+    with pytest.raises(UnreadableInvoice, match="is not 64 hex digits"):
+        gst_einvoice.read(json.dumps(answer))

@@ -7,8 +7,8 @@ Rules (docs/design.md "Documents in every format"):
   return and belongs on a credit note;
 - the lines' net amounts sum to the stated line total, and each total the format defines equals
   what the format says it is made of, within the format's rounding (`Total.tolerance`);
-- a line's stated price times its quantity equals its net amount within `line_tolerance`
-  (before line allowances and charges, which the reader has already folded into `computed`);
+- where the format binds a line's amount to its price (Peppol's R120, the IRP's TotAmt), the
+  reader adds that as a `Total` too, line allowances and charges already folded in;
 - money becomes integer paise by rounding half up to the paisa, once, here: the unit price the
   run compares with the purchase order is the line's *net* amount divided by its quantity (what
   the supplier really bills per unit, after line discounts); document-level allowances and

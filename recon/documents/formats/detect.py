@@ -28,7 +28,7 @@ from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
 from recon.documents.formats import cii, gst_einvoice, ubl
 from recon.documents.formats.facturx import embedded_xml
-from recon.documents.formats.pdf_text import SCAN_REASON, open_pdf, text_layer
+from recon.documents.formats.pdf_text import OCR_NOTE, SCAN_REASON, open_pdf, text_layer
 from recon.documents.formats.reading import INVOICE, PartyIds, Reading, ReadingLine
 from recon.documents.formats.xml import as_text, parse
 from recon.domain.errors import UnreadableInvoice
@@ -135,11 +135,30 @@ def _read_pdf(name: str, data: bytes, digest: str) -> FileReading:
     return FileReading(name, "pdf-text", text, digest, reading=text_reading(text))
 
 
+_PICTURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
+_CONTAINERS = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0", b"Rar!", b"7z\xbc\xaf", b"\x1f\x8b")
+
+
+def _binary(name: str, data: bytes, digest: str) -> FileReading | None:
+    """A picture (a scan or photo: OCR is not done) or an archive or office file (not read):
+    kept as unreadable with the reason, never handed to a model as text."""
+    if data.startswith(_PICTURES):
+        reason = f"{name}: a picture (a scan or a photo): {OCR_NOTE}"
+        return FileReading(name, "image-scan", _unreadable(reason), digest, problem=reason)
+    if data.startswith(_CONTAINERS):
+        reason = f"{name}: an archive or office file: no reader opens it; ask for the PDF or XML"
+        return FileReading(name, "binary", _unreadable(reason), digest, problem=reason)
+    return None
+
+
 def read_file(name: str, data: bytes) -> FileReading:
     """Read one file as it came (bytes); never raises for what is inside it."""
     digest = hashlib.sha256(data).hexdigest()
     if b"%PDF-" in data[:1024]:
         return _read_pdf(name, data, digest)
+    binary = _binary(name, data, digest)
+    if binary is not None:
+        return binary
     head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"<"):
         stored = as_text(data).replace("\x00", "\ufffd")

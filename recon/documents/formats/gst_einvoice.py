@@ -98,6 +98,10 @@ def invoice_of(data: Any) -> dict:
     if not isinstance(inner, dict) or "DocDtls" not in inner:
         raise UnreadableInvoice("GST e-invoice: the signed payload holds no invoice")
     outer_irn, inner_irn = data.get("Irn"), inner.get("Irn")
+    for irn in (outer_irn, inner_irn):
+        if irn is not None and not (isinstance(irn, str) and len(irn) == 64
+                                    and all(c in "0123456789abcdefABCDEF" for c in irn)):
+            raise UnreadableInvoice(f"GST e-invoice: Irn {str(irn)[:70]!r} is not 64 hex digits")
     if outer_irn and inner_irn and outer_irn != inner_irn:
         raise UnreadableInvoice(f"GST e-invoice: Irn {outer_irn} is not the signed one ({inner_irn})")
     return inner

@@ -75,7 +75,6 @@ class Reading:
     totals: list[Total] = field(default_factory=list)
     cites: list[str] = field(default_factory=list)  # documents a credit note answers
     payable: Decimal | None = None  # what the document asks (or, a credit note, gives) in total
-    line_tolerance: Decimal = Decimal("0.01")  # |qty x price - net amount| allowed per line
     notes: list[str] = field(default_factory=list)  # what the reader chose to ignore, said once
 
 
