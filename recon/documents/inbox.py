@@ -94,7 +94,7 @@ def _scan(name: str, data: bytes) -> FileReading:
                        hashlib.sha256(data).hexdigest(), problem=reason)
 
 
-def _documents(msg: EmailMessage, short: str) -> list[Incoming]:
+def _documents(msg: EmailMessage, message_id: str, short: str) -> list[Incoming]:
     """The message's documents. Pictures count only when nothing else is attached: then they are
     scans (parked, OCR is not done); beside a document they are logos and signatures."""
     docs, pictures = [], []
@@ -108,13 +108,13 @@ def _documents(msg: EmailMessage, short: str) -> list[Incoming]:
         if ctype.startswith("image/") and file.format not in ("image-scan", "binary"):
             file = _scan(name, data)  # a picture by its type, whatever its first bytes
         (pictures if file.format == "image-scan" else docs).append(
-            Incoming(file, f"{name} (message {short})", f"{stem_of(name)}-{short}"))
+            Incoming(file, f"{name} (message {message_id[:120]})", f"{stem_of(name)}-{short}"))
     body = msg.get_body(preferencelist=("plain",))
     if body is not None:
         text = body.get_content()
         file = read_file("body", text.encode("utf-8"))
         if file.reading is not None:
-            docs.append(Incoming(file, f"body (message {short})", f"body-{short}"))
+            docs.append(Incoming(file, f"body (message {message_id[:120]})", f"body-{short}"))
     return docs or pictures
 
 
@@ -130,7 +130,7 @@ def read_message(path: Path) -> Message:
     short = hashlib.sha256(message_id.encode()).hexdigest()[:8]
     found = Message(path, message_id, parseaddr(str(msg.get("From") or ""))[1].lower())
     try:
-        found.documents = _documents(msg, short)
+        found.documents = _documents(msg, message_id, short)
     except (LookupError, ValueError) as exc:  # a broken MIME part or charset
         found.problem = f"the message cannot be read ({str(exc)[:80]})"
         return found

@@ -99,7 +99,8 @@ async def test_a_maildir_inbox_is_imported_once_and_files_what_it_cannot_read(
                                                      other.replace("9<", "8<").encode())]))
     refused = await _import(stack, day, warehouse, box_path)
     assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
-    assert f"all carry invoice number {doc.invoice_no} of {s.a}" in refused.stderr
+    assert (f"corrected.xml (message <m6@a>) and corrected-again.xml (message <m7@a>) all carry "
+            f"invoice number {doc.invoice_no} of {s.a}") in refused.stderr
     assert len(list((box_path / "new").iterdir())) == 2, "nothing moved"
     assert await pool.fetchval("SELECT count(*) FROM mail_messages WHERE warehouse = $1",
                                warehouse) == 6, "nothing recorded"
