@@ -6,12 +6,12 @@ import re
 
 import asyncpg
 
+from recon.documents import master_fields
 from recon.documents.importer import ImportResult
 from recon.documents.inbox import InboxResult
-from recon.domain.errors import Refused
+from recon.domain.errors import BadField, Refused
 from recon.store import supplier_ids
 
-_GSTIN = re.compile(r"[0-9]{2}[A-Z0-9]{13}")
 _CURRENCY = re.compile(r"[A-Z]{3}")
 
 
@@ -45,8 +45,11 @@ async def set_supplier(pool: asyncpg.Pool, supplier_id: str, gstin: str | None,
     vat_id = vat_id.replace(" ", "").upper() if vat_id else None
     endpoint = endpoint.strip().lower() if endpoint else None
     currency = currency.strip().upper() if currency else None
-    if gstin and not _GSTIN.fullmatch(gstin):
-        raise Refused(f"--gstin must be 15 characters starting with the state code, got {gstin!r}")
+    if gstin:
+        try:
+            gstin = master_fields.gstin(gstin)  # the same rule as `recon load suppliers`
+        except BadField as exc:
+            raise Refused(f"--gstin {exc}") from None
     if currency and not _CURRENCY.fullmatch(currency):
         raise Refused(f"--currency must be an ISO code like INR or EUR, got {currency!r}")
     if endpoint and ":" not in endpoint:

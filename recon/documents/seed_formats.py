@@ -18,6 +18,7 @@ from recon.documents.formats.detect import read_file
 from recon.documents.formats.pdf_text import write_scan_pdf, write_text_pdf
 from recon.documents.formats.reading import PartyIds
 from recon.documents.layouts import Document, render
+from recon.documents.master_fields import gstin_check_character
 
 FORMATS = ("text", "ubl", "gst", "cii", "facturx", "pdf")
 SEED_FORMATS = (*FORMATS, "mixed")
@@ -25,13 +26,7 @@ _CODE = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _SCAN: str | None = None
 
 
-def gstin_check(first14: str) -> str:
-    """The GSTIN's 15th character (the GSTN's mod-36 checksum of the first 14)."""
-    total = 0
-    for n, ch in enumerate(first14):
-        product = _CODE.index(ch) * (2 if n % 2 else 1)
-        total += product // 36 + product % 36
-    return _CODE[(36 - total % 36) % 36]
+gstin_check = gstin_check_character  # the GSTIN's 15th character, as `recon load` checks it
 
 
 def seller_of(supplier_id: str, name: str) -> PartyIds:

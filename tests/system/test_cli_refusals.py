@@ -34,7 +34,8 @@ BAD = [
      "give a FOLDER or --maildir DIR"),
     (("import", "--maildir", "/nowhere", "--date", "2026-10-13", "--warehouse", "w"),
      "/nowhere is not a Maildir"),
-    (("supplier", "S001", "--gstin", "12345"), "--gstin must be 15 characters"),
+    (("supplier", "S001", "--gstin", "12345"), "--gstin must be a 15-character GSTIN"),
+    (("supplier", "S001", "--gstin", "27AAPFU0939F1ZW"), "the GSTIN checksum gives V"),
     (("supplier", "S001", "--endpoint", "7300010000001"), "--endpoint must be scheme:id"),
 ]
 
