@@ -232,11 +232,12 @@ async def _watch(client: Client, handle: WorkflowHandle, started: float, every: 
 
 
 async def run_night(stack: RunningStack, client: Client, pool, day: str, invoices: int,
-                    mismatches: int, seed: int, watch_every: float, workers: int) -> Night:
+                    mismatches: int, seed: int, watch_every: float, workers: int,
+                    documents: str = "text") -> Night:
     from starter import start_night
 
     started = time.perf_counter()
-    seeded = await seed_night(pool, day, WAREHOUSE, invoices, mismatches, seed)
+    seeded = await seed_night(pool, day, WAREHOUSE, invoices, mismatches, seed, documents)
     seed_seconds = time.perf_counter() - started
     if len(seeded.adjustments) != mismatches:
         raise SystemExit(f"bench bug: seeded {len(seeded.adjustments)} adjustments, not {mismatches}")
@@ -441,7 +442,7 @@ async def run(args: argparse.Namespace) -> int:
                     day = (FIRST_DATE + timedelta(days=r)).isoformat()
                     nights.append(await run_night(stack, client, pool, day, args.invoices,
                                                   args.mismatches, args.seed, args.progress_every,
-                                                  args.workers))
+                                                  args.workers, args.format))
             finally:
                 await pool.close()
     finally:
@@ -485,6 +486,8 @@ def main() -> None:
     parser.add_argument("--mismatches", type=int, default=500, help="adjustments seeded per night")
     parser.add_argument("--repeats", type=int, default=1, help="independent nights (different dates)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated nights")
+    parser.add_argument("--format", default="text",
+                        help="the nights' documents: text, ubl, gst, cii, facturx, pdf or mixed")
     parser.add_argument("--workers", type=int, default=0,
                         help="worker processes sharing the night (0: one worker in this process)")
     parser.add_argument("--progress-every", type=float, default=30.0,

@@ -32,6 +32,8 @@ def seed(
         max=MAX_SEED_INVOICES)] = 40,
     seed_: Annotated[int, typer.Option("--seed", help="Random seed.", min=0,
                                        max=MAX_SEED_VALUE)] = 7,
+    format_: Annotated[str, typer.Option(
+        "--format", help="Documents as text, ubl, gst, cii, facturx, pdf or mixed.")] = "text",
 ) -> None:
     """Create a deterministic, realistic night of invoices, orders and receipts."""
     from recon.documents.seed import seed_night
@@ -39,10 +41,14 @@ def seed(
     day, wh = business_date(date_), warehouse_code(warehouse)
     if mismatches > invoices:
         raise Refused(f"--mismatches {mismatches} is more than --invoices {invoices}")
+    from recon.documents.seed_formats import SEED_FORMATS
+
+    if format_ not in SEED_FORMATS:
+        raise Refused(f"--format must be one of {', '.join(SEED_FORMATS)}, got {format_!r}")
 
     async def go():
         async with database() as pool:
-            return await seed_night(pool, day, wh, invoices, mismatches, seed_)
+            return await seed_night(pool, day, wh, invoices, mismatches, seed_, format_)
 
     result = asyncio.run(go())
     console.print(
@@ -54,23 +60,53 @@ def seed(
 
 @user_errors
 def import_(
-    folder: Annotated[Path, typer.Argument(help="Folder of invoice documents, one per file.")],
     date_: Annotated[str, typer.Option("--date", help="Business date, YYYY-MM-DD.")],
     warehouse: Annotated[str, typer.Option(help="Warehouse code.")],
-    supplier: Annotated[str | None, typer.Option(help="Sender for files that do not name one.")] = None,
+    folder: Annotated[Path | None, typer.Argument(
+        help="Folder of invoice documents, one per file (any format recon reads).")] = None,
+    supplier: Annotated[str | None, typer.Option(
+        help="Sender of documents that do not say who sent them.")] = None,
+    maildir: Annotated[Path | None, typer.Option(
+        help="A Maildir of supplier mail: each message's attachments (and an invoice body).")] = None,
 ) -> None:
-    """Load invoice documents from files (file name = invoice number)."""
-    from recon.documents.importer import import_directory
-
+    """Load invoice documents (GST e-invoice, UBL, CII, Factur-X, PDF, text) from a folder or a
+    Maildir. The document names itself: number, sender, PO and lines come from it."""
+    if (folder is None) == (maildir is None):
+        raise Refused("give a FOLDER or --maildir DIR (one of them)")
     day, wh = business_date(date_), warehouse_code(warehouse)
 
     async def go():
         async with database() as pool:
+            if maildir is not None:
+                from recon.documents.inbox import import_maildir
+
+                return await import_maildir(pool, maildir, day, wh, supplier)
+            from recon.documents.importer import import_directory
+
             return await import_directory(pool, folder, day, wh, supplier)
 
     result = asyncio.run(go())
-    console.print(f"imported {result.imported} invoices for {day} at {wh}"
-                  + (f"; {result.skipped_existing} already there" if result.skipped_existing else ""))
-    if result.skipped_files:
-        console.print(one_line(f"skipped {len(result.skipped_files)} not invoice files: "
-                                + ", ".join(result.skipped_files)), markup=False, highlight=False)
+    from recon.cli.intake_report import report
+
+    for line in report(result, day, wh):
+        console.print(one_line(line), markup=False, highlight=False)
+
+
+@user_errors
+def supplier(
+    supplier_id: Annotated[str, typer.Argument(help="Supplier code, e.g. S001.")],
+    gstin: Annotated[str | None, typer.Option(help="GSTIN its e-invoices carry.")] = None,
+    vat_id: Annotated[str | None, typer.Option(help="VAT id its UBL/CII invoices carry.")] = None,
+    endpoint: Annotated[str | None, typer.Option(
+        help="Peppol endpoint as scheme:id, e.g. 0088:7300010000001.")] = None,
+    currency: Annotated[str | None, typer.Option(
+        help="ISO currency it bills in (its orders are priced in it); default INR.")] = None,
+) -> None:
+    """Show a supplier's document ids, or set them (how imported documents find their sender)."""
+    from recon.cli.intake_report import set_supplier
+
+    async def go():
+        async with database() as pool:
+            return await set_supplier(pool, supplier_id, gstin, vat_id, endpoint, currency)
+
+    console.print(one_line(asyncio.run(go())), markup=False, highlight=False)

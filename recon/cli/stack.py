@@ -108,6 +108,8 @@ def chaos(
     seed_: Annotated[int, typer.Option("--seed", help="Seed for the night and the faults.")] = 1,
     date_: Annotated[str, typer.Option("--date", help="Business date, YYYY-MM-DD.")] = "2026-11-02",
     timeout: Annotated[float, typer.Option(help="Give up (FAIL) after this many seconds.")] = 900,
+    format_: Annotated[str, typer.Option(
+        "--format", help="The night's documents: text, ubl, gst, cii, facturx, pdf or mixed.")] = "text",
 ) -> None:
     """Run a seeded night clean and under random crashes on a scratch stack; compare row by row."""
     from recon.domain.errors import ChaosFailed
@@ -119,8 +121,12 @@ def chaos(
                       "--timeout above 0")
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
-                     business_date=business_date(date_), timeout=timeout)
+                     business_date=business_date(date_), timeout=timeout, documents=format_)
     from recon.documents.seed import plan_night
+    from recon.documents.seed_formats import SEED_FORMATS
+
+    if format_ not in SEED_FORMATS:
+        raise Refused(f"--format must be one of {', '.join(SEED_FORMATS)}, got {format_!r}")
 
     plan_night(plan.business_date, "chaos", plan.invoices, plan.mismatches, plan.seed)  # bad input
     # soft_wrap: each fault and the verdict stay one line however long, also when piped.

@@ -1,14 +1,16 @@
 """`recon import DIR`: load invoice documents from files so people can run on their own data.
 
-Each file is one invoice; its name (without extension) is the invoice number. The sender is read
-from the document when the layout names it, or given with --supplier. Nothing is written unless
-every file can be attributed: a half-imported night would be reconciled half.
+Each file is one document, in any format `recon.documents.formats` reads: GST e-invoice JSON, UBL,
+CII, a Factur-X PDF, a PDF with a text layer, or text. The document names itself: its number, its
+sender (by GSTIN, VAT id or endpoint, or the PO it cites), its PO and lines come from it; the file
+name is only a file name (`recon.documents.attribution`). Nothing is written unless every file can
+be attributed: a half-imported night would be reconciled half (`recon.documents.intake`).
 
 Only regular files directly in the folder are invoices. A symbolic link (it could point at any file
 on the machine, which would then be stored and sent to a model), a device, a socket or a pipe is
-refused by name; dot files and sub-folders are skipped and named in the output. Two files with the
-same invoice number (`INV-9.txt`, `INV-9.csv`) are refused together: importing one and dropping the
-other would silently lose an invoice.
+refused by name; dot files and sub-folders are skipped and named in the output. Two files carrying
+one (supplier, number) are refused together: importing one and dropping the other would silently
+lose an invoice.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from pathlib import Path
 
 import asyncpg
 
-from recon.documents.extraction.offline import parse_document
+from recon.documents.attribution import Incoming, stem_of
 from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
-from recon.domain.errors import ImportProblem, UnreadableInvoice
-from recon.store import seeding
+from recon.documents.formats.detect import read_file
+from recon.documents.intake import IntakeResult, directory, plan, store
+from recon.domain.errors import ImportProblem
+
+MAX_FILE_BYTES = 10_000_000  # a PDF with its fonts and pictures; text stays under 400 kB
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class ImportResult:
     imported: int
     skipped_existing: int
     skipped_files: list[str] = field(default_factory=list)  # "name (why)", in name order
+    intake: IntakeResult | None = None  # formats, credit notes, what step 2 will park
 
 
 @dataclass
@@ -59,19 +65,12 @@ def _list_folder(folder: Path) -> _Folder:
             raise ImportProblem(
                 f"{entry.name} is not a regular file (a device, socket or pipe): only regular "
                 "files are imported")
-    by_number: dict[str, list[str]] = {}
-    for path in found.files:
-        by_number.setdefault(path.stem, []).append(path.name)
-    for number, names in by_number.items():
-        if len(names) > 1:
-            raise ImportProblem(
-                f"{' and '.join(names)} all carry invoice number {number}: keep one of them")
     return found
 
 
-def _read_regular(path: Path) -> str:
+def _read_regular(path: Path) -> bytes:
     """Read without following a link and only if it is still a regular file when opened (the
-    folder may change between listing and reading)."""
+    folder may change between listing and reading). A PDF may be larger than a text document."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -80,20 +79,13 @@ def _read_regular(path: Path) -> str:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ImportProblem(f"{path.name} is not a regular file")
-        if info.st_size > MAX_DOCUMENT_CHARS * 4:
+        if info.st_size > MAX_FILE_BYTES:
             raise ImportProblem(f"{path.name} is larger than an invoice document can be")
-        data = handle.read(MAX_DOCUMENT_CHARS * 4 + 1)
-    if len(data) > MAX_DOCUMENT_CHARS * 4:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    is_pdf = b"%PDF-" in data[:1024]
+    if len(data) > (MAX_FILE_BYTES if is_pdf else MAX_DOCUMENT_CHARS * 4):
         raise ImportProblem(f"{path.name} is larger than an invoice document can be")
-    # As text mode would read it: universal newlines, undecodable bytes replaced.
-    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _sender(text: str, fallback: str | None) -> str | None:
-    try:
-        return parse_document(text).supplier_id
-    except UnreadableInvoice:
-        return fallback
+    return data
 
 
 async def import_directory(
@@ -111,25 +103,10 @@ async def import_directory(
     if not files:
         raise ImportProblem(f"{folder} holds no invoice files"
                             + (f" (skipped: {', '.join(listing.skipped)})" if listing.skipped else ""))
-    rows, unattributed = [], []
-    for path in files:
-        # Postgres text cannot hold NUL; keep the document (it will be parked as unreadable if
-        # nobody can read it) rather than refuse the whole folder.
-        text = _read_regular(path).replace("\x00", "\ufffd")
-        sender = _sender(text, supplier)
-        if sender is None:
-            unattributed.append(path.name)
-        rows.append((path.stem, sender, day, warehouse, text))
-    if unattributed:
-        raise ImportProblem(
-            f"{len(unattributed)} file(s) do not name their supplier (e.g. {unattributed[0]}): "
-            "pass --supplier ID"
-        )
+    items = [Incoming(read_file(path.name, _read_regular(path)), path.name, stem_of(path.name))
+             for path in files]
     async with pool.acquire() as conn, conn.transaction():
-        known = await seeding.known_suppliers(conn)
-        unknown = sorted({r[1] for r in rows} - known)
-        if unknown:
-            raise ImportProblem(f"unknown supplier(s): {', '.join(unknown[:5])}")
-        inserted = await seeding.insert_imported_invoices(conn, rows)
-    return ImportResult(imported=len(inserted), skipped_existing=len(rows) - len(inserted),
-                        skipped_files=listing.skipped)
+        batch = plan(items, await directory(conn, items), supplier)
+        taken = await store(conn, batch, day, warehouse)
+    return ImportResult(imported=taken.imported, skipped_existing=taken.skipped_existing,
+                        skipped_files=listing.skipped, intake=taken)

@@ -13,7 +13,8 @@ from datetime import date
 
 import asyncpg
 
-from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render, render_unreadable
+from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render_unreadable
+from recon.documents.seed_formats import SEED_FORMATS, document_in, format_of, supplier_id_rows
 from recon.documents.seed_plan import (
     MAX_LINES,
     ExpectedAdjustment,
@@ -23,7 +24,7 @@ from recon.documents.seed_plan import (
     compact_date,
     plan_night,
 )
-from recon.store import seeding
+from recon.store import seeding, supplier_ids
 from recon.store.seeding import NightChunk
 
 __all__ = [
@@ -34,7 +35,8 @@ __all__ = [
 CHUNK_INVOICES = 5_000  # invoices generated and written per COPY round, inside one transaction
 
 
-def night_chunks(plan: NightPlan, size: int | None = None) -> Iterator[NightChunk]:
+def night_chunks(plan: NightPlan, size: int | None = None,
+                 fmt: str = "text") -> Iterator[NightChunk]:
     """The night's rows, `size` (CHUNK_INVOICES) invoices at a time, in invoice order (the order
     the unreadable scans draw their noise from the plan's generator)."""
     size = size or CHUNK_INVOICES
@@ -71,11 +73,11 @@ def night_chunks(plan: NightPlan, size: int | None = None) -> Iterator[NightChun
             result.unknown_sku_lines.append((invoice_no, len(doc_lines)))
         po_ref = f"PO-{wh}-{day}-X{i + 1:04d}" if i in plan.no_po else po_number
         doc = Document(invoice_no, supplier[0], supplier[1], plan.business_date, po_ref, doc_lines)
+        scan = None
         if i in plan.unreadable:
-            text = render_unreadable(doc, plan.rng)
+            scan = render_unreadable(doc, plan.rng)
             result.unreadable.append(invoice_no)
-        else:
-            text = render(doc, LAYOUTS[plan.layout_of[i]])
+        text = document_in(format_of(fmt, i), i, doc, LAYOUTS[plan.layout_of[i]], scan)
         if i in plan.no_po:
             result.no_po_invoices.append(invoice_no)
         chunk.invoices.append((invoice_no, supplier[0], ordered_on, warehouse, text))
@@ -98,10 +100,13 @@ async def seed_night(
     invoices: int = 312,
     mismatches: int = 40,
     seed: int = 7,
+    fmt: str = "text",
 ) -> SeedResult:
     """Write one night in one transaction, streamed in chunks of CHUNK_INVOICES invoices (COPY per
     table per chunk), so memory stays bounded whatever the size; refuse a night that already has
     invoices."""
+    if fmt not in SEED_FORMATS:
+        raise SeedError(f"--format must be one of {', '.join(SEED_FORMATS)}, got {fmt!r}")
     plan = plan_night(business_date, warehouse, invoices, mismatches, seed)
     day = date.fromisoformat(business_date)
     async with pool.acquire() as conn, conn.transaction():
@@ -112,7 +117,8 @@ async def seed_night(
                 "seed another date or warehouse"
             )
         await seeding.write_suppliers(conn, plan.suppliers)
-        for chunk in night_chunks(plan):
+        await supplier_ids.write_supplier_ids(conn, supplier_id_rows(plan.suppliers))
+        for chunk in night_chunks(plan, fmt=fmt):
             await seeding.copy_night_rows(conn, chunk)
         await seeding.write_stock_levels(conn, stock_rows(plan))
     return plan.result

@@ -8,7 +8,8 @@ the row in the transaction that marks it sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 
 import asyncpg
 
@@ -16,6 +17,7 @@ from recon.domain.keys import night_of
 from recon.domain.models import RunSummary
 from recon.mail.documents import Document, claim_number, templates
 from recon.mail.report import Delivery, delivery
+from recon.store.credit_notes import credit_notes_of_night, debit_note_keys
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
 from recon.store.mail_handovers import run_handovers
 from recon.store.model_calls import model_bill
@@ -34,6 +36,7 @@ class SummaryData:
     notes: Delivery
     withdrawals: Delivery
     model_bill: str = ""
+    credit_notes: list[dict] = field(default_factory=list)  # suppliers' credit notes of the night
 
 
 async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> SummaryData:
@@ -50,7 +53,28 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         notes=await delivery(conn, workflow_id, "debit-note"),
         withdrawals=await delivery(conn, workflow_id, "withdrawal"),
         model_bill=(await model_bill(conn, workflow_id)).line(),
+        credit_notes=await _credit_notes(conn, business_date, warehouse),
     )
+
+
+async def _credit_notes(conn: asyncpg.Connection | asyncpg.Pool, business_date: str,
+                        warehouse: str) -> list[dict]:
+    """The night's credit notes, each with the debit notes of ours it answers (a cited number
+    that is the claim number of a debit note we sent that supplier) and what else it cites."""
+    if not business_date:
+        return []
+    rows = await credit_notes_of_night(conn, date.fromisoformat(business_date), warehouse)
+    if not rows:
+        return []
+    claims: dict[str, set[str]] = {}
+    for r in await debit_note_keys(conn, sorted({r["supplier_id"] for r in rows})):
+        claims.setdefault(r["supplier_id"], set()).add(claim_number(r["key"]))
+    notes = []
+    for r in rows:
+        ours = claims.get(r["supplier_id"], set())
+        notes.append(dict(r, answers=[c for c in r["cites"] if c in ours],
+                          other=[c for c in r["cites"] if c not in ours]))
+    return notes
 
 
 def render_summary(data: SummaryData) -> Document:

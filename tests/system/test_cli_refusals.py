@@ -27,6 +27,16 @@ BAD = [
     (("seed", "--date", "2026-10-13", "--warehouse", "w", "--seed", "-1"), "--seed"),
     (("seed", "--date", "2026-10-13", "--warehouse", "w", "--seed", HUGE), "--seed"),
     (("seed", "--date", "2026-10-13", "--warehouse", "w", "--invoices", "1e3"), "--invoices"),
+    (("seed", "--date", "2026-10-13", "--warehouse", "w", "--format", "docx"),
+     "--format must be one of text, ubl, gst, cii, facturx, pdf, mixed"),
+    (("import", "--date", "2026-10-13", "--warehouse", "w"), "give a FOLDER or --maildir DIR"),
+    (("import", "x", "--maildir", "y", "--date", "2026-10-13", "--warehouse", "w"),
+     "give a FOLDER or --maildir DIR"),
+    (("import", "--maildir", "/nowhere", "--date", "2026-10-13", "--warehouse", "w"),
+     "/nowhere is not a Maildir"),
+    (("supplier", "S001", "--gstin", "12345"), "--gstin must be a 15-character GSTIN"),
+    (("supplier", "S001", "--gstin", "27AAPFU0939F1ZW"), "the GSTIN checksum gives V"),
+    (("supplier", "S001", "--endpoint", "7300010000001"), "--endpoint must be scheme:id"),
 ]
 
 

@@ -33,6 +33,7 @@ class ChaosPlan:
     workers: int = 2
     heartbeat_seconds: float = 3.0
     timeout: float = 900.0
+    documents: str = "text"  # the seed's document format (`recon seed --format`)
 
 
 @dataclass

@@ -124,7 +124,7 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
         try:
             await migrate(pool)
             await seed_night(pool, plan.business_date, WAREHOUSE, plan.invoices, plan.mismatches,
-                             plan.seed)
+                             plan.seed, plan.documents)
         finally:
             await pool.close()
 

@@ -1,0 +1,114 @@
+"""The checks every reading passes, whichever reader made it, and the one money rule.
+
+Rules (docs/design.md "Documents in every format"):
+- a document has a number and at least one line, at most `MAX_LINES`;
+- quantities are whole units (the warehouse counts pieces) and positive, except on a credit note,
+  where they may be negative but never zero; an invoice line billing a negative amount is a
+  return and belongs on a credit note;
+- the lines' net amounts sum to the stated line total, and each total the format defines equals
+  what the format says it is made of, within the format's rounding (`Total.tolerance`);
+- where the format binds a line's amount to its price (Peppol's R120, the IRP's TotAmt), the
+  reader adds that as a `Total` too, line allowances and charges already folded in;
+- money becomes integer paise by rounding half up to the paisa, once, here: the unit price the
+  run compares with the purchase order is the line's *net* amount divided by its quantity (what
+  the supplier really bills per unit, after line discounts); document-level allowances and
+  charges are checked into the totals but not spread over the lines.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+from pydantic import ValidationError
+
+from recon.documents.extraction.schema import MAX_LINES, ExtractedInvoice, ExtractedLine
+from recon.documents.formats.reading import CREDIT_NOTE, Reading, ReadingLine
+from recon.domain.errors import UnreadableInvoice
+
+PAISA = Decimal("0.01")
+
+
+def paise(amount: Decimal) -> int:
+    """Rupees (or any two-decimal currency) to integer minor units, half up."""
+    return int((amount / PAISA).quantize(Decimal("1"), rounding=ROUND_HALF_UP))
+
+
+def _whole(line: ReadingLine, credit: bool) -> int:
+    qty = line.quantity
+    if qty != qty.to_integral_value():
+        raise UnreadableInvoice(
+            f"line {line.line_no}: quantity {qty} is not a whole number of units")
+    if qty == 0:
+        raise UnreadableInvoice(f"line {line.line_no}: quantity 0")
+    if qty < 0 and not credit:
+        raise UnreadableInvoice(
+            f"line {line.line_no}: quantity {qty} is negative: a return belongs on a credit note")
+    return int(qty)
+
+
+def check(reading: Reading) -> None:
+    """Raise UnreadableInvoice with the first rule the reading breaks; return if it keeps all."""
+    credit = reading.kind == CREDIT_NOTE
+    if not reading.number or not reading.number.strip():
+        raise UnreadableInvoice(f"{reading.format}: the document states no number")
+    if len(reading.number) > 64:
+        raise UnreadableInvoice(f"{reading.format}: document number longer than 64 characters")
+    if not reading.lines:
+        why = f" ({'; '.join(reading.notes)})" if reading.notes else ""
+        raise UnreadableInvoice(f"{reading.format}: no line items found{why}")
+    if len(reading.lines) > MAX_LINES:
+        raise UnreadableInvoice(f"{reading.format}: more than {MAX_LINES} lines")
+    seen: set[int] = set()
+    for line in reading.lines:
+        if line.line_no in seen:
+            raise UnreadableInvoice(f"line {line.line_no} appears twice")
+        seen.add(line.line_no)
+        _whole(line, credit)
+        if not credit and line.net_amount < 0:
+            raise UnreadableInvoice(
+                f"line {line.line_no}: net amount {line.net_amount} is negative: a return "
+                "belongs on a credit note")
+        if line.unit_price is not None and line.unit_price < 0:
+            raise UnreadableInvoice(f"line {line.line_no}: negative price {line.unit_price}")
+        if not line.sku:
+            raise UnreadableInvoice(f"line {line.line_no} names no item (no SKU or line reference)")
+    for total in reading.totals:
+        if abs(total.stated - total.computed) > total.tolerance:
+            allowed = f" (allowed {total.tolerance})" if total.tolerance else ""
+            raise UnreadableInvoice(
+                f"{reading.format}: {total.name} is {total.stated}, its parts make "
+                f"{total.computed}{allowed}")
+
+
+def unit_price_paise(line: ReadingLine) -> int:
+    """The net amount per unit, to the paisa (half up): what the run compares with the PO."""
+    if line.quantity == 0:
+        return 0
+    return paise(abs(line.net_amount) / abs(line.quantity))
+
+
+def as_invoice(reading: Reading, supplier_id: str) -> ExtractedInvoice:
+    """A checked invoice (or supplier's debit note) in the shape step 2 stores."""
+    check(reading)
+    if reading.kind == CREDIT_NOTE:
+        raise UnreadableInvoice("a credit note is not an invoice: it is kept apart, not reconciled")
+    try:
+        return ExtractedInvoice(
+            invoice_no=reading.number or "", supplier_id=supplier_id,
+            po_number=reading.po_number,
+            lines=[ExtractedLine(line_no=ln.line_no, sku=ln.sku, description=ln.description[:200],
+                                 quantity=int(ln.quantity), unit_price_paise=unit_price_paise(ln))
+                   for ln in reading.lines],
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UnreadableInvoice(f"{reading.format}: {where}: {first['msg']}") from exc
+
+
+def payable_paise(reading: Reading) -> int:
+    """What the document asks (or credits) in total: the payable amount when stated, otherwise
+    the sum of its lines."""
+    if reading.payable is not None:
+        return paise(abs(reading.payable))
+    return paise(abs(sum((ln.net_amount for ln in reading.lines), Decimal("0"))))

@@ -1,0 +1,212 @@
+"""`recon import --maildir DIR`: a mailbox of supplier mail becomes a night's documents.
+
+Each message in `DIR/new` and `DIR/cur` is read with the standard `email` package. Its documents
+are its attachments (PDF, XML, JSON, text, CSV, or any file by its content) and its body when the
+body is itself an invoice (a text layout, an e-invoice JSON or XML a reader recognises); a
+covering note ("please find attached") is not a document. Pictures are documents only in a
+message that carries nothing else (a photographed or scanned invoice, parked: OCR is not done);
+beside a document they are logos.
+
+- A message is dealt with once: its `Message-ID` (or, if it has none, the SHA-256 of its bytes)
+  is recorded in `mail_messages` in the import's transaction; a message already recorded is
+  skipped, whatever happened to it since.
+- A message that cannot be used on its own (no invoice in it; a document whose supplier cannot be
+  told by its ids, its PO or the sender's address; a credit note that breaks the checks; a
+  currency the supplier does not bill in; a contradiction inside a document) is filed, not
+  refused: recorded with the reason and moved to the Maildir folder `DIR/.Unreadable` after the
+  import commits. One stranger's mail must not hold up a night.
+- What concerns more than one message is refused like a folder, nothing written, nothing moved:
+  two messages carrying one (supplier, number) with different files. The same file sent twice
+  (a reminder) is one document.
+- Imported messages are marked seen (moved from `new` to `cur` with the `S` flag).
+- A document no reader can read before the night (free text for a model, a scan) keeps its
+  attachment's name plus the message's short digest as a provisional number.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import hashlib
+import mailbox
+import os
+from dataclasses import dataclass, field
+from datetime import date
+from email.message import EmailMessage
+from email.utils import parseaddr
+from pathlib import Path
+
+import asyncpg
+
+from recon.documents.attribution import (
+    Directory,
+    Incoming,
+    attribute,
+    credit_note_problem,
+    currency_problem,
+    stem_of,
+)
+from recon.documents.formats.detect import UNREADABLE_MARK, FileReading, read_file
+from recon.documents.formats.pdf_text import OCR_NOTE
+from recon.documents.formats.reading import CREDIT_NOTE
+from recon.documents.intake import IntakeResult, directory, plan, store
+from recon.domain.errors import ImportProblem
+from recon.store.mail_messages import known_messages, record_messages
+
+MAX_MESSAGE_BYTES = 25_000_000
+UNREADABLE_FOLDER = "Unreadable"
+_SKIPPED_TYPES = ("application/pkcs7-signature", "application/pgp-signature", "text/vcard",
+                  "text/x-vcard", "text/calendar", "text/html")
+
+
+@dataclass
+class Message:
+    path: Path
+    message_id: str
+    sender: str
+    documents: list[Incoming] = field(default_factory=list)
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class InboxResult:
+    intake: IntakeResult
+    messages: int
+    already_seen: int
+    unreadable: list[str]  # "file (message id): reason"
+
+
+def _message_files(folder: Path) -> list[Path]:
+    found = []
+    for sub in ("new", "cur"):
+        where = folder / sub
+        if not where.is_dir():
+            continue
+        for entry in sorted(os.scandir(where), key=lambda e: e.name):
+            if not entry.name.startswith(".") and entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return found
+
+
+def _scan(name: str, data: bytes) -> FileReading:
+    reason = f"{name}: an image (a scan): {OCR_NOTE}"
+    return FileReading(name, "image-scan", f"{UNREADABLE_MARK}{reason}\n",
+                       hashlib.sha256(data).hexdigest(), problem=reason)
+
+
+def _documents(msg: EmailMessage, message_id: str, short: str) -> list[Incoming]:
+    """The message's documents. Pictures count only when nothing else is attached: then they are
+    scans (parked, OCR is not done); beside a document they are logos and signatures."""
+    docs, pictures = [], []
+    for n, part in enumerate(msg.iter_attachments(), 1):
+        ctype = part.get_content_type()
+        if ctype in _SKIPPED_TYPES or part.is_multipart():
+            continue
+        name = os.path.basename(part.get_filename() or f"attachment-{n}")
+        data = part.get_payload(decode=True) or b""
+        file = read_file(name, data)
+        if ctype.startswith("image/") and file.format not in ("image-scan", "binary"):
+            file = _scan(name, data)  # a picture by its type, whatever its first bytes
+        (pictures if file.format == "image-scan" else docs).append(
+            Incoming(file, f"{name} (message {message_id[:120]})", f"{stem_of(name)}-{short}"))
+    body = msg.get_body(preferencelist=("plain",))
+    if body is not None:
+        text = body.get_content()
+        file = read_file("body", text.encode("utf-8"))
+        if file.reading is not None:
+            docs.append(Incoming(file, f"body (message {message_id[:120]})", f"body-{short}"))
+    return docs or pictures
+
+
+def read_message(path: Path) -> Message:
+    data = path.read_bytes()[:MAX_MESSAGE_BYTES + 1]
+    if len(data) > MAX_MESSAGE_BYTES:
+        return Message(path, "sha256:" + hashlib.sha256(data).hexdigest(), "",
+                       problem="message larger than 25 MB")
+    msg = email.message_from_bytes(data, policy=email.policy.default)
+    assert isinstance(msg, EmailMessage)
+    message_id = (str(msg.get("Message-ID") or "").strip()
+                  or "sha256:" + hashlib.sha256(data).hexdigest())
+    short = hashlib.sha256(message_id.encode()).hexdigest()[:8]
+    found = Message(path, message_id, parseaddr(str(msg.get("From") or ""))[1].lower())
+    try:
+        found.documents = _documents(msg, message_id, short)
+    except (LookupError, ValueError) as exc:  # a broken MIME part or charset
+        found.problem = f"the message cannot be read ({str(exc)[:80]})"
+        return found
+    if not found.documents:
+        found.problem = "no invoice in the message (no attachment, and the body is no invoice)"
+    return found
+
+
+def _file_away(folder: Path, path: Path) -> None:
+    box = mailbox.Maildir(folder, create=False)
+    try:
+        target = box.get_folder(UNREADABLE_FOLDER)
+    except mailbox.NoSuchMailboxError:
+        target = box.add_folder(UNREADABLE_FOLDER)
+    destination = Path(target._path) / "cur" / path.name  # noqa: SLF001 - Maildir has no getter
+    os.replace(path, destination)
+
+
+def _mark_seen(path: Path) -> None:
+    if path.parent.name != "new":
+        return
+    os.replace(path, path.parent.parent / "cur" / f"{path.name.split(':')[0]}:2,S")
+
+
+async def import_maildir(pool: asyncpg.Pool, folder: Path, business_date: str, warehouse: str,
+                         supplier: str | None = None) -> InboxResult:
+    day = date.fromisoformat(business_date)
+    if not (folder / "new").is_dir() and not (folder / "cur").is_dir():
+        raise ImportProblem(f"{folder} is not a Maildir (no new/ or cur/ inside)")
+    messages = [read_message(path) for path in _message_files(folder)]
+    async with pool.acquire() as conn, conn.transaction():
+        seen = await known_messages(conn, [m.message_id for m in messages])
+        fresh, unique = [], set()
+        for m in messages:
+            if m.message_id not in seen and m.message_id not in unique:
+                unique.add(m.message_id)
+                fresh.append(m)
+        where = await directory(conn, [d for m in fresh for d in m.documents])
+        by_email = where.by_email
+        for m in fresh:
+            if m.problem:
+                continue
+            hint = by_email.get(m.sender)
+            for doc in m.documents:
+                doc.sender_hint = hint
+            m.problem = _message_problem(m, where, supplier)
+        usable = [m for m in fresh if not m.problem]
+        batch = plan([d for m in usable for d in m.documents], where, supplier,
+                     collapse_identical=True)
+        taken = await store(conn, batch, day, warehouse)
+        await record_messages(conn, [
+            (m.message_id, day, warehouse, "unreadable" if m.problem else "imported",
+             m.problem or "", 0 if m.problem else len(m.documents), m.path.name) for m in fresh])
+    for m in fresh:  # after the commit: the rows say what happened, the moves only tidy up
+        if m.problem:
+            _file_away(folder, m.path)
+        else:
+            _mark_seen(m.path)
+    return InboxResult(intake=taken, messages=len(usable), already_seen=len(messages) - len(fresh),
+                       unreadable=[f"{m.path.name} ({m.message_id}): {m.problem}"
+                                   for m in fresh if m.problem])
+
+
+def _message_problem(m: Message, where: Directory, fallback: str | None) -> str | None:
+    """Why this message cannot be taken on its own, or None."""
+    for doc in m.documents:
+        try:
+            found = attribute(doc, where, fallback)
+        except ImportProblem as exc:
+            return str(exc)
+        if found is None:
+            return (f"{doc.origin}: its supplier cannot be told (no GSTIN, VAT id, endpoint or PO "
+                    f"of a known supplier, and {m.sender or 'the sender'} is no supplier's address)")
+        problem = currency_problem(found, where)
+        if problem is None and found.kind == CREDIT_NOTE:
+            problem = credit_note_problem(found)
+        if problem:
+            return problem
+    return None
