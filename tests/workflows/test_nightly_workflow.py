@@ -14,7 +14,13 @@ from temporalio.exceptions import ApplicationError
 from recon.domain.labels import RECON_STATUS
 from recon.domain.models import Decision, GateVerdict, HandoverNote, UndoResult
 from recon.domain.steps import STEPS
-from tests.workflows.standins import MISMATCHES, StandIns, night_with_standins, period_locked
+from tests.workflows.standins import (
+    MISMATCHES,
+    STANDIN_SIGNATURE,
+    StandIns,
+    night_with_standins,
+    period_locked,
+)
 from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation
 
@@ -47,7 +53,8 @@ async def _search_status(handle: WorkflowHandle) -> str | None:
 
 
 def _decide(decision: str, handover_no: int = 1, **more) -> Decision:
-    return Decision(decision=decision, by="asha", handover_no=handover_no, **more)
+    return Decision(decision=decision, by="asha", handover_no=handover_no,
+                    signed_at="2026-10-14T03:00:00+00:00", signature=STANDIN_SIGNATURE, **more)
 
 
 async def test_a_clean_night_runs_the_ten_steps_in_order(temporal_only: Client) -> None:
