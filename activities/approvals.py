@@ -20,6 +20,7 @@ from recon.domain.approvals import (
     DecisionCheck,
     DecisionVerdict,
     canonical_decision,
+    four_eyes,
     needs_four_eyes,
     staleness,
 )
@@ -85,23 +86,7 @@ class ApprovalActivities(Room):
                 f"{name} may decide up to {rupees(person.limit_paise)}"))
         if not needs_four_eyes(c.decision, c.park, stake, self.settings.four_eyes_paise):
             return DecisionVerdict(approver=name, stake_paise=stake)
-        return self._four_eyes(c, name, stake)
-
-    def _four_eyes(self, c: DecisionCheck, name: str, stake: int) -> DecisionVerdict:
-        """Above RECON_FOUR_EYES_PAISE: the first approval waits for a second, different
-        approver who signs the same decision and park list; the note may differ."""
-        if not c.first_approver:
-            return DecisionVerdict(approver=name, stake_paise=stake, first_of_two=True)
-        if c.first_approver == name:
-            return DecisionVerdict(approver=name, stake_paise=stake, refused=(
-                f"four eyes: {rupees(stake)} at stake needs a second approver; {name} "
-                f"already approved this handover"))
-        if (c.first_decision, sorted(c.first_park)) != (c.decision, sorted(c.park)):
-            parked = f" parking {', '.join(c.first_park)}" if c.first_park else ""
-            return DecisionVerdict(approver=name, stake_paise=stake, refused=(
-                f"four eyes: {c.first_approver} approved {c.first_decision}{parked}; a second "
-                f"approval must be the same decision"))
-        return DecisionVerdict(approver=name, stake_paise=stake, confirms=c.first_approver)
+        return four_eyes(c, name, stake)
 
     async def _park_problem(self, c: DecisionCheck) -> str | None:
         """The same check for every client (CLI, Web UI, a bare Update): an invoice that is not

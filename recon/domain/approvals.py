@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+from recon.domain.money import rupees
+
 # What a decision may hold (the Update's validator refuses more, before anything is written).
 MAX_BY = 64  # an approver's name
 MAX_NOTE = 500
@@ -108,3 +110,20 @@ class DecisionVerdict(BaseModel):
     stake_paise: int = 0
     first_of_two: bool = False
     confirms: str = ""  # the first approver this decision confirms (four eyes)
+
+
+def four_eyes(c: DecisionCheck, name: str, stake: int) -> DecisionVerdict:
+    """Above RECON_FOUR_EYES_PAISE: the first approval waits for a second, different approver
+    who signs the same decision and park list (the note may differ)."""
+    if not c.first_approver:
+        return DecisionVerdict(approver=name, stake_paise=stake, first_of_two=True)
+    if c.first_approver == name:
+        return DecisionVerdict(approver=name, stake_paise=stake, refused=(
+            f"four eyes: {rupees(stake)} at stake needs a second approver; {name} already "
+            f"approved this handover"))
+    if (c.first_decision, sorted(c.first_park)) != (c.decision, sorted(c.park)):
+        parked = f" parking {', '.join(c.first_park)}" if c.first_park else ""
+        return DecisionVerdict(approver=name, stake_paise=stake, refused=(
+            f"four eyes: {c.first_approver} approved {c.first_decision}{parked}; a second "
+            f"approval must be the same decision"))
+    return DecisionVerdict(approver=name, stake_paise=stake, confirms=c.first_approver)
