@@ -60,7 +60,7 @@ def handover(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
             return await handover_record(await temporal(), pool, wid)
 
     for line in asyncio.run(go()):
-        console.print(line, markup=False, highlight=False)
+        console.print(printable(line), markup=False, highlight=False)
 
 
 @user_errors
@@ -117,22 +117,26 @@ def approve(
 def redo(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     reason: Annotated[str, typer.Option(help="Why, for the record.")],
-    by: Annotated[str, typer.Option(help="Who decides.")],
+    by: Annotated[str | None, typer.Option(
+        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
     supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
+    key: Annotated[Path | None, typer.Option(
+        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
 ) -> None:
     """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
     from recon.domain.money import rupees
     from recon.ops.redo import start_redo
 
     wid = checked_run_id(run_id)
-    if not reason.strip() or not by.strip():
+    if not reason.strip() or (by is not None and not by.strip()):
         raise Refused("--reason and --by must say why and who")
 
     async def go():
         async with database() as pool:
+            decider = await _decider(pool, key, by)
             client = await temporal()
             handle, ledger, stock, generation = await start_redo(
-                client, pool, load_settings(), wid, supplier, reason, by)
+                client, pool, load_settings(), wid, supplier, reason, decider)
             console.print(f"redo {handle.id} started: {ledger} ledger entries and {stock} stock "
                           f"movements to post again (generation {generation})",
                           markup=False, highlight=False)
@@ -167,17 +171,20 @@ def mail(
 def undo(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     reason: Annotated[str, typer.Option(help="Why, for the record.")],
-    by: Annotated[str, typer.Option(help="Who decides.")],
+    by: Annotated[str | None, typer.Option(
+        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
     supplier: Annotated[str | None, typer.Option(help="Undo only this supplier's part.")] = None,
     reference: Annotated[list[str] | None, typer.Option(
         "--reference", help="Undo only these ledger references (repeatable).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be reversed.")] = False,
+    key: Annotated[Path | None, typer.Option(
+        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
 ) -> None:
     """Compensate a finished run (or one supplier of it): reversals, opposite stock, withdrawals."""
     from recon.ops.undo import describe_plan, start_undo
 
     wid = checked_run_id(run_id)
-    if not reason.strip() or not by.strip():
+    if not reason.strip() or (by is not None and not by.strip()):
         raise Refused("--reason and --by must say why and who")
     if supplier and reference:
         raise Refused("give --supplier or --reference, not both")
@@ -187,8 +194,27 @@ def undo(
             client = await temporal()
             if dry_run:
                 return await describe_plan(client, pool, wid, supplier, reference or [])
+            decider = await _decider(pool, key, by)
             return await start_undo(client, pool, load_settings(), wid, supplier, reference or [],
-                                    reason, by)
+                                    reason, decider)
 
     for line in asyncio.run(go()):
-        console.print(line, markup=False, highlight=False)
+        console.print(printable(line), markup=False, highlight=False)
+
+
+async def _decider(pool, key: Path | None, by: str | None) -> str:
+    """Who decides an undo or a redo: the owner of the approver key at hand (--key or
+    RECON_APPROVER_KEY), an active approver; `--by`, if given, must name them."""
+    from recon.cli.approvers import approver_key
+    from recon.ops.approvers import owner_of
+
+    signing_key = approver_key(key)
+    if signing_key is None:
+        raise Refused("who decides is proven by an approver key: set RECON_APPROVER_KEY or pass "
+                      "--key PATH")
+    person = await owner_of(pool, signing_key)
+    if not person.active:
+        raise Refused(f"{person.name}'s key was revoked at {person.revoked_at:%Y-%m-%d %H:%M:%S}")
+    if by is not None and by != person.name:
+        raise Refused(f"--by {by!r} is not the owner of this key ({person.name})")
+    return person.name
