@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from recon.domain.approvals import MAX_BY, canonical_decision, signing_time
 from recon.domain.errors import DecisionRefused, Refused
+from recon.domain.money import rupees
 from recon.domain.models import Decision
 from recon.domain.signing import (
     KeyUnreadable,
@@ -38,6 +39,7 @@ from recon.store import approvers as store
 from recon.store.approvers import Approver
 
 ROLES = ("approver", "admin")
+MAX_LIMIT_PAISE = 10**17  # ₹1,00,00,00,00,00,00,000: far above any night, well inside bigint
 NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._@-]{{0,{MAX_BY - 1}}}")
 EMAIL = re.compile(r"[^@\s]{1,64}@[^@\s]{1,189}")
 
@@ -106,6 +108,8 @@ async def add_approver(
                       f"'@' or '-', starting with a letter or digit")
     if not EMAIL.fullmatch(email):
         raise Refused(f"--email {email!r} is not an e-mail address")
+    if limit_paise is not None and not 0 <= limit_paise <= MAX_LIMIT_PAISE:
+        raise Refused(f"--limit must be ₹0 to {rupees(MAX_LIMIT_PAISE)}")
     if role not in ROLES:
         raise Refused(f"--role must be approver or admin, got {role!r}")
     if (key_file is None) == (public_key_file is None):
