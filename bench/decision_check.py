@@ -41,6 +41,7 @@ from recon.ops.approvers import ensure_tool_approver, load_key, signed_decision 
 from recon.runtime.config import load_settings  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
+from recon.store import approvers  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
 
 DAY, WAREHOUSE, QUEUE = "2031-04-04", "bench", "decision-check-bench"
@@ -73,9 +74,8 @@ async def main(args: argparse.Namespace) -> None:
         key_file = state / "bench.pem"
         await ensure_tool_approver(pool, "bench", "bench@distributor.example", key_file)
         key = load_key(key_file)
-        await pool.execute("INSERT INTO approvers (name, email, role, public_key, limit_paise)"
-                           " VALUES ('tight', 't@x.example', 'approver', $1, 0)",
-                           raw_public(load_key(_tool_key(state / "tight.pem"))))
+        await approvers.add(pool, "tight", "t@x.example", "approver",
+                            raw_public(load_key(_tool_key(state / "tight.pem"))), 0)
         tight = load_key(state / "tight.pem")
         client = await connect(settings)
         ready, stop = asyncio.Event(), asyncio.Event()
