@@ -129,9 +129,13 @@ class NightlyReconciliation:
     @workflow.run
     async def run(self, req: RunRequest) -> RunSummary:
         try:
-            return await self._forward(req)
+            summary = await self._forward(req)
         except UndoRequested as undo:
-            return await undo_whole_run(self._req, self._wf, undo.decision, self._progress)
+            summary = await undo_whole_run(self._req, self._wf, undo.decision, self._progress)
+        # A decision still being checked (a second Update that raced the one taken) gets its
+        # answer before the run ends. No command: older histories replay the same.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return summary
 
     async def _forward(self, req: RunRequest) -> RunSummary:
         wf = self._wf
