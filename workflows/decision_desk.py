@@ -88,6 +88,8 @@ class DecisionDesk:
         signed = d.model_copy(update={"by": verdict.approver, "park": sorted(set(d.park))})
         if verdict.first_of_two or verdict.confirms:
             return self._four_eyes(signed, verdict.stake_paise)
+        if self.first is not None:  # another decision ends the wait for a second approver
+            workflow.upsert_memo({"awaiting_second_approver": None})
         return signed, f"{d.decision} accepted for handover #{d.handover_no}", False
 
     def _four_eyes(self, d: Decision, stake: int) -> tuple[Decision | None, str, bool]:
