@@ -56,7 +56,8 @@ def _note_text(req: HandoverRequest, posted: dict) -> str:
         f"Every reference: recon inspect {run} --references\n"
         f"Next, the agent would: {req.next_action}\n"
         f"Decide with: recon approve {req.workflow_id} --handover {req.handover_no} "
-        f"--decision resume|retry|undo --by NAME [--note WHY] [--park INVOICE ...]\n"
+        f"--decision resume|retry|undo [--note WHY] [--park INVOICE ...] (signed with your "
+        f"approver key: RECON_APPROVER_KEY or --key)\n"
         f"  at a failed step: resume or retry runs the step again from its last committed entry "
         f"(nothing posted twice, nothing skipped); undo reverses what the run posted.\n"
         f"  at the gate before debit notes: resume sends the notes (only on a verified ledger and "
@@ -96,7 +97,7 @@ class HandoverActivities(Room):
     async def record_decision(self, d: RecordedDecision) -> None:
         await handovers.record_decision(
             self.pool, d.workflow_id, d.handover_no, d.decision, d.by, d.note,
-            datetime.fromisoformat(d.decided_at), d.park,
+            datetime.fromisoformat(d.decided_at), d.park, d.confirmed_by or None,
         )
 
     @activity.defn(name="park_invoices")
@@ -104,8 +105,8 @@ class HandoverActivities(Room):
     async def park_invoices(self, req: ParkRequest) -> int:
         """A person chose to go on without these invoices: park them with who and why. Every
         business write reads the open mismatches and comparisons, so ledger, stock and notes all
-        leave them out alike. An invoice that already has a live entry is refused by the CLI before
-        the decision is sent (undo those entries first)."""
+        leave them out alike. An invoice that already has a live entry is refused by the decision's
+        check (activities/approvals.py) before the decision is taken (undo those entries first)."""
         pool = self.pool
         async with pool.acquire() as conn, conn.transaction():
             for invoice_no in req.invoices:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from activities.approvals import ApprovalActivities
 from activities.extract_lines import ExtractionActivities
 from activities.handover import HandoverActivities
 from activities.messages import MessageActivities
@@ -25,6 +26,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
     handover = HandoverActivities(resources)
     undo = UndoActivities(resources)
     schedule = ScheduleActivities(resources)
+    approvals = ApprovalActivities(resources)
     return [
         reading.fetch_invoices,
         extraction.extract_lines,
@@ -41,6 +43,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
         handover.send_reminder,
         handover.check_evidence,
         handover.park_invoices,
+        approvals.check_decision,
         undo.open_next_generation,
         undo.withdraw_debit_notes,
         undo.reverse_stock_movements,

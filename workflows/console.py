@@ -11,8 +11,11 @@ from recon.domain import steps
 from recon.domain.models import Progress, RecordedDecision
 
 STEP_TITLES: dict[str, tuple[int, str]] = {s.name: (s.number, s.title) for s in steps.TABLE}
-ANSWER = ("Answer with `recon approve RUN --decision resume|retry|undo --by NAME`, or in the Web UI "
-          "send the Update `decide` with {\"decision\": \"resume\", \"by\": \"NAME\", \"note\": \"why\"}.")
+ANSWER = ("Answer with `recon approve RUN --handover N --decision resume|retry|undo` (signed with "
+          "your approver key, RECON_APPROVER_KEY), or in the Web UI send the Update `decide` with "
+          "the signed JSON `recon approve ... --print` prints: {\"decision\": \"resume\", "
+          "\"by\": \"NAME\", \"handover_no\": N, \"note\": \"why\", \"signed_at\": \"…\", "
+          "\"signature\": \"…\"}.")
 
 
 def _figures(p: Progress) -> str:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from recon.domain import approvals
 from recon.domain.models import DECISIONS, Decision, HandoverNote, RecordedDecision
 
 GATE_NEXT_ACTION = ("send the debit notes (resume), check the evidence again (retry), "
@@ -38,11 +39,42 @@ def why_not(d: Decision, pending_note: HandoverNote | None, taken: Decision | No
         return f"unknown decision {d.decision!r}: use one of {', '.join(DECISIONS)}"
     if not d.by.strip():
         return "say who decides (--by NAME)"
+    bounds = out_of_bounds(d)
+    if bounds:
+        return bounds
     if d.park and d.decision == "undo":
         return "--park goes with resume or retry: an undo reverses the whole run anyway"
     if d.park and not d.note.strip():
         return "say why these invoices are parked (--note REASON)"
     return None
+
+
+def _has_control(text: str, allowed: str = "") -> bool:
+    return any((ord(c) < 32 or 127 <= ord(c) < 160) and c not in allowed for c in text)
+
+
+def out_of_bounds(d: Decision) -> str | None:
+    """The validator's cheap checks of size and shape (approvals.MAX_*), the same from every
+    client: nothing longer than the bounds reaches the history, the memo or Postgres."""
+    if len(d.by) > approvals.MAX_BY or _has_control(d.by):
+        return f"--by must be an approver's name: at most {approvals.MAX_BY} characters, no " \
+               f"control characters"
+    if len(d.note) > approvals.MAX_NOTE or _has_control(d.note, "\n\t"):
+        return f"--note is at most {approvals.MAX_NOTE} characters, no control characters " \
+               f"(got {len(d.note)})"
+    if len(d.park) > approvals.MAX_PARK:
+        return f"--park at most {approvals.MAX_PARK} invoices in one decision (got {len(d.park)})"
+    for invoice in d.park:
+        if not invoice.strip() or len(invoice) > approvals.MAX_INVOICE_NO or _has_control(invoice):
+            return f"--park takes invoice numbers of 1 to {approvals.MAX_INVOICE_NO} characters"
+    if len(d.signature) > approvals.MAX_SIGNATURE or len(d.signed_at) > approvals.MAX_SIGNED_AT:
+        return "the signature or its time is not one `recon approve` makes"
+    return None
+
+
+def cut(text: str, limit: int) -> str:
+    """A field of a refused decision as it may be kept (memo, Postgres): bounded."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def describe_failure(step: str, err: ActivityError) -> tuple[str, str, str]:

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.handover import HandoverActivities
@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         StepInput,
     )
     from workflows import console, display, handing_over
+    from workflows.decision_desk import SIGNED_DECISIONS, DecisionDesk
     from workflows.extraction import extract_all
     from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
     from workflows.undo import undo_whole_run
@@ -47,7 +48,6 @@ T = TypeVar("T")
 
 # Patches (workflow.patched): runs started by older code replay the way they were recorded.
 RESUME_RERUNS_STEP = "resume-reruns-failed-step"
-DECISIONS_ON_RECORD = "decisions-on-record"
 
 
 @workflow.defn
@@ -61,7 +61,8 @@ class NightlyReconciliation:
         self._handover: HandoverNote | None = None
         self._decision: Decision | None = None
         self._decided: list[RecordedDecision] = []
-        self._ignored: list[IgnoredDecision] = []
+        self._desk = DecisionDesk(workflow.info().workflow_id, self._wf, req.redo_supplier,
+                                  req.heartbeat_seconds)
 
     # ------------------------------------------------------------------ what people can see / do
     @workflow.query
@@ -78,7 +79,7 @@ class NightlyReconciliation:
 
     @workflow.query
     def ignored_decisions(self) -> list[IgnoredDecision]:
-        return self._ignored
+        return self._desk.ignored
 
     def _why_not(self, d: Decision) -> str | None:
         return handing_over.why_not(d, self._handover, self._decision, self._decided,
@@ -86,39 +87,55 @@ class NightlyReconciliation:
 
     @workflow.update
     async def decide(self, d: Decision) -> str:
-        self._decision = d
-        return f"{d.decision} accepted for handover #{self._handover.handover_no if self._handover else 0}"
+        """A signed decision: checked against the approvers in Postgres before it is taken
+        (workflows/decision_desk.py); a refusal fails the Update in one line."""
+        if not workflow.patched(SIGNED_DECISIONS):  # recorded before decisions were signed
+            self._decision = d
+            pending = self._handover.handover_no if self._handover else 0
+            return f"{d.decision} accepted for handover #{pending}"
+        taken, line, refused = await self._desk.take(d, "update", self._why_not)
+        if refused:
+            raise ApplicationError(line, type="DecisionRefused", non_retryable=True)
+        self._decision = taken or self._decision
+        return line
 
     @decide.validator
     def _validate_decide(self, d: Decision) -> None:
-        reason = self._why_not(d)
+        reason = self._why_not(d) or self._desk.too_many_refused(d.handover_no)
         if reason:
             raise ValueError(reason)
 
     @workflow.signal
-    def decide_signal(self, d: Decision) -> None:
-        """The same decision from the Web UI or `temporal workflow signal`; checked the same way."""
+    async def decide_signal(self, d: Decision) -> None:
+        """The same decision from the Web UI or `temporal workflow signal`; checked the same way,
+        signature included. A signal that cannot be taken is kept on the run as ignored."""
         reason = self._why_not(d)
         if reason:
-            workflow.logger.warning("ignored decision signal %s: %s", d, reason)
-            self._ignored.append(IgnoredDecision(
-                decision=d.decision, by=d.by, handover_no=d.handover_no, reason=reason,
-                received_at=workflow.now().isoformat(),
-            ))
-            if workflow.patched(DECISIONS_ON_RECORD):
-                workflow.upsert_memo(
-                    {"ignored_decisions": [i.model_dump() for i in self._ignored]}
-                )
+            workflow.logger.warning("ignored decision signal on handover #%s: %s",
+                                    d.handover_no, reason)
+            self._desk.ignore(d, reason)
             return
-        self._decision = d
+        if not workflow.patched(SIGNED_DECISIONS):
+            self._decision = d
+            return
+        too_many = self._desk.too_many_refused(d.handover_no)
+        taken, line, refused = (None, too_many, True) if too_many else \
+            await self._desk.take(d, "signal", self._why_not)
+        if refused:
+            self._desk.ignore(d, line)
+        self._decision = taken or self._decision
 
     # ------------------------------------------------------------------ the run
     @workflow.run
     async def run(self, req: RunRequest) -> RunSummary:
         try:
-            return await self._forward(req)
+            summary = await self._forward(req)
         except UndoRequested as undo:
-            return await undo_whole_run(self._req, self._wf, undo.decision, self._progress)
+            summary = await undo_whole_run(self._req, self._wf, undo.decision, self._progress)
+        # A decision still being checked (a second Update that raced the one taken) gets its
+        # answer before the run ends. No command: older histories replay the same.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return summary
 
     async def _forward(self, req: RunRequest) -> RunSummary:
         wf = self._wf
@@ -258,6 +275,7 @@ class NightlyReconciliation:
             finance_head_email=self._req.finance_head_email,
         ))
         self._decision = None
+        self._desk.new_handover()
         display.set_status(self._progress, RunStatus.AWAITING_DECISION)
         workflow.upsert_memo({"handover": self._handover.note})
         display.show_waiting(self._handover, self._progress)
@@ -281,6 +299,7 @@ class NightlyReconciliation:
             workflow_id=workflow.info().workflow_id, handover_no=number,
             decision=decision.decision, by=decision.by, note=decision.note,
             decided_at=workflow.now().isoformat(), park=list(decision.park),
+            confirmed_by=self._desk.confirmed_by,
         )
         if recorded.park:
             await self._act(HandoverActivities.park_invoices, ParkRequest(

@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from recon.cli import codec, data, decisions, load, runs, schedules, stack
+from recon.cli import approvers, codec, data, decisions, load, runs, schedules, stack
 from recon.cli.common import err, one_line
 
 app = typer.Typer(
@@ -36,6 +36,7 @@ app.command()(stack.demo)
 app.command()(decisions.handovers)
 app.command()(decisions.handover)
 app.command()(decisions.approve)
+app.add_typer(approvers.app, name="approvers")
 app.command()(decisions.redo)
 app.command()(decisions.mail)
 app.command()(decisions.undo)

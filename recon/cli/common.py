@@ -19,6 +19,7 @@ from temporalio.client import Client
 
 from recon.domain.errors import Refusal, Refused
 from recon.domain.keys import WAREHOUSE_CODE
+from recon.domain.printable import printable
 from recon.runtime.config import load_settings
 from recon.store.db import connect_pool, migrate
 
@@ -38,11 +39,8 @@ USER_FACING = (Refusal, ValueError, LookupError)
 
 def one_line(message: str) -> str:
     """Control characters shown escaped (a newline as `\\n`), so a name with a line break in it
-    cannot cut the error line short or forge a second one."""
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
-        for ch in message
-    )
+    cannot cut the error line short or forge a second one (recon/domain/printable.py)."""
+    return printable(message)
 
 
 def fail(message: str, code: int = 1) -> None:

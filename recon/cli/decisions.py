@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from recon.cli.common import checked_run_id, console, database, temporal, user_errors
 from recon.cli.runs import wait_for
 from recon.domain.errors import Refused
+from recon.domain.printable import printable
 from recon.runtime.config import load_settings
 
 
@@ -33,12 +36,15 @@ def handovers() -> None:
     table = Table(title="Runs awaiting a decision")
     for column in ("run", "handover", "step", "error", "since"):
         table.add_column(column)
+    def cells(*values: object) -> list[Text]:  # data, never markup or terminal controls
+        return [Text(printable(v)) for v in values]
+
     for r in rows:
-        table.add_row(r["workflow_id"], str(r["handover_no"]), r["step"], r["error_type"],
-                      r["created_at"].strftime("%Y-%m-%d %H:%M"))
+        table.add_row(*cells(r["workflow_id"], r["handover_no"], r["step"], r["error_type"],
+                             r["created_at"].strftime("%Y-%m-%d %H:%M")))
     for r in mail_rows:  # a refused supplier note: answered with `recon mail resend|dismiss`
-        table.add_row(r["workflow_id"], f"mail {r['id']}", f"deliver {r['outbox_key']}",
-                      r["reply"][:60], r["created_at"].strftime("%Y-%m-%d %H:%M"))
+        table.add_row(*cells(r["workflow_id"], f"mail {r['id']}", f"deliver {r['outbox_key']}",
+                             r["reply"][:60], r["created_at"].strftime("%Y-%m-%d %H:%M")))
     console.print(table)
 
 
@@ -54,22 +60,31 @@ def handover(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
             return await handover_record(await temporal(), pool, wid)
 
     for line in asyncio.run(go()):
-        console.print(line, markup=False, highlight=False)
+        console.print(printable(line), markup=False, highlight=False)
 
 
 @user_errors
 def approve(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     decision: Annotated[str, typer.Option(help="resume | retry | undo")],
-    by: Annotated[str, typer.Option(help="Who decides.")],
     handover_no: Annotated[int | None, typer.Option(
         "--handover", help="The handover you answer (its number in `recon handovers`).")] = None,
+    by: Annotated[str | None, typer.Option(
+        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
     note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
     park: Annotated[list[str] | None, typer.Option(
         "--park", help="Go on without this invoice (repeatable; needs --note).")] = None,
+    key: Annotated[Path | None, typer.Option(
+        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
+    print_only: Annotated[bool, typer.Option(
+        "--print", help="Print the signed decision as JSON instead of sending it (for the "
+                        "Web UI's Send an Update, or `temporal workflow update execute`).")] = False,
 ) -> None:
-    """Answer a handover: resume or retry (the failed step runs again from its last committed
-    entry; at the gate, resume sends the notes), or undo the run."""
+    """Answer a handover with a signed decision: resume or retry (the failed step runs again
+    from its last committed entry; at the gate, resume sends the notes), or undo the run."""
+    from recon.cli.approvers import approver_key
+    from recon.domain.models import DECISIONS
+    from recon.ops.approvers import signed_decision
     from recon.ops.decisions import send_decision
 
     wid = checked_run_id(run_id)
@@ -78,35 +93,50 @@ def approve(
                       f"(see `recon handover {wid}`)")
     if not 1 <= handover_no <= 1_000_000:
         raise Refused(f"--handover must be a handover number from `recon handover {wid}`")
+    if decision not in DECISIONS:
+        raise Refused(f"unknown decision {decision!r}: use one of {', '.join(DECISIONS)}")
+    if by is not None and not by.strip():
+        raise Refused("say who decides (--by NAME), or leave --by out: the key says who")
+    signing_key = approver_key(key)
+    if signing_key is None:
+        raise Refused("decisions are signed: set RECON_APPROVER_KEY to your approver key or "
+                      "pass --key PATH (recon approvers add ... --key-file PATH makes one)")
 
     async def go() -> str:
         async with database() as pool:
-            return await send_decision(await temporal(), pool, wid, handover_no, decision, by,
-                                       note, park or [])
+            signed = await signed_decision(pool, signing_key, run=wid, handover_no=handover_no,
+                                           decision=decision, by=by, note=note, park=park or [])
+            if print_only:
+                return signed.model_dump_json()
+            return await send_decision(await temporal(), wid, signed)
 
-    console.print(asyncio.run(go()), markup=False, highlight=False)
+    console.print(printable(asyncio.run(go())), markup=False, highlight=False, soft_wrap=True)
 
 
 @user_errors
 def redo(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     reason: Annotated[str, typer.Option(help="Why, for the record.")],
-    by: Annotated[str, typer.Option(help="Who decides.")],
+    by: Annotated[str | None, typer.Option(
+        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
     supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
+    key: Annotated[Path | None, typer.Option(
+        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
 ) -> None:
     """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
     from recon.domain.money import rupees
     from recon.ops.redo import start_redo
 
     wid = checked_run_id(run_id)
-    if not reason.strip() or not by.strip():
+    if not reason.strip() or (by is not None and not by.strip()):
         raise Refused("--reason and --by must say why and who")
 
     async def go():
         async with database() as pool:
+            decider = await _decider(pool, key, by)
             client = await temporal()
             handle, ledger, stock, generation = await start_redo(
-                client, pool, load_settings(), wid, supplier, reason, by)
+                client, pool, load_settings(), wid, supplier, reason, decider)
             console.print(f"redo {handle.id} started: {ledger} ledger entries and {stock} stock "
                           f"movements to post again (generation {generation})",
                           markup=False, highlight=False)
@@ -141,17 +171,20 @@ def mail(
 def undo(
     run_id: Annotated[str, typer.Argument(metavar="RUN")],
     reason: Annotated[str, typer.Option(help="Why, for the record.")],
-    by: Annotated[str, typer.Option(help="Who decides.")],
+    by: Annotated[str | None, typer.Option(
+        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
     supplier: Annotated[str | None, typer.Option(help="Undo only this supplier's part.")] = None,
     reference: Annotated[list[str] | None, typer.Option(
         "--reference", help="Undo only these ledger references (repeatable).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be reversed.")] = False,
+    key: Annotated[Path | None, typer.Option(
+        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
 ) -> None:
     """Compensate a finished run (or one supplier of it): reversals, opposite stock, withdrawals."""
     from recon.ops.undo import describe_plan, start_undo
 
     wid = checked_run_id(run_id)
-    if not reason.strip() or not by.strip():
+    if not reason.strip() or (by is not None and not by.strip()):
         raise Refused("--reason and --by must say why and who")
     if supplier and reference:
         raise Refused("give --supplier or --reference, not both")
@@ -161,8 +194,27 @@ def undo(
             client = await temporal()
             if dry_run:
                 return await describe_plan(client, pool, wid, supplier, reference or [])
+            decider = await _decider(pool, key, by)
             return await start_undo(client, pool, load_settings(), wid, supplier, reference or [],
-                                    reason, by)
+                                    reason, decider)
 
     for line in asyncio.run(go()):
-        console.print(line, markup=False, highlight=False)
+        console.print(printable(line), markup=False, highlight=False)
+
+
+async def _decider(pool, key: Path | None, by: str | None) -> str:
+    """Who decides an undo or a redo: the owner of the approver key at hand (--key or
+    RECON_APPROVER_KEY), an active approver; `--by`, if given, must name them."""
+    from recon.cli.approvers import approver_key
+    from recon.ops.approvers import owner_of
+
+    signing_key = approver_key(key)
+    if signing_key is None:
+        raise Refused("who decides is proven by an approver key: set RECON_APPROVER_KEY or pass "
+                      "--key PATH")
+    person = await owner_of(pool, signing_key)
+    if not person.active:
+        raise Refused(f"{person.name}'s key was revoked at {person.revoked_at:%Y-%m-%d %H:%M:%S}")
+    if by is not None and by != person.name:
+        raise Refused(f"--by {by!r} is not the owner of this key ({person.name})")
+    return person.name

@@ -7,7 +7,9 @@ import re
 import asyncpg
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from recon.domain.printable import printable
 from recon.mail import handovers
 from recon.mail.envelope import mail_domain, message_id
 from recon.mail.report import delivery
@@ -27,9 +29,9 @@ async def mail_command(pool: asyncpg.Pool, console: Console, target: str | None,
         if target == "show":
             await _show(pool, console, key)
         elif target == "resend":
-            console.print(await handovers.resend(pool, key, by, to, note), markup=False)
+            console.print(printable(await handovers.resend(pool, key, by, to, note)), markup=False)
         else:
-            console.print(await handovers.dismiss(pool, key, by, note), markup=False)
+            console.print(printable(await handovers.dismiss(pool, key, by, note)), markup=False)
         return
     if key:
         raise ValueError(f"unexpected {key!r}: use `recon mail RUN` or `recon mail show KEY`")
@@ -49,10 +51,11 @@ async def mail_command(pool: asyncpg.Pool, console: Console, target: str | None,
         when = f"sent {r['sent_at']:%Y-%m-%d %H:%M:%S}" if r["sent_at"] else (r["last_error"] or "")
         if r["state"] == "retrying":
             when += f" (next try {r['next_attempt_at']:%H:%M:%S})"
-        table.add_row(r["key"], r["kind"], r["recipient"], r["state"], str(r["attempts"]), when)
+        table.add_row(*(Text(printable(cell)) for cell in (
+            r["key"], r["kind"], r["recipient"], r["state"], r["attempts"], when)))
     console.print(table)
     if target:
-        console.print((await delivery(pool, target)).line("Debit notes"), markup=False)
+        console.print(printable((await delivery(pool, target)).line("Debit notes")), markup=False)
 
 
 async def _show(pool: asyncpg.Pool, console: Console, key: str) -> None:
@@ -73,4 +76,6 @@ async def _show(pool: asyncpg.Pool, console: Console, key: str) -> None:
         lines.append(f"Last error: {row['last_error']}")
     if row["body_html"]:
         lines.append("(also has an HTML part)")
-    console.print("\n".join(lines) + "\n\n" + row["body"], markup=False, highlight=False)
+    # supplier names, addresses and the server's reply are data: shown, never obeyed
+    console.print(printable("\n".join(lines) + "\n\n" + row["body"], keep_newlines=True),
+                  markup=False, highlight=False)

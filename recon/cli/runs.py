@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from recon.cli.common import (
     business_date,
@@ -24,6 +25,7 @@ from recon.cli.common import (
     warehouse_code,
 )
 from recon.domain.errors import DatabaseUnavailable, Refused
+from recon.domain.printable import printable
 from recon.runtime.config import load_settings
 
 
@@ -119,7 +121,7 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
             return await run_status(await temporal(), pool, wid)
 
     for line in asyncio.run(go()).lines():
-        console.print(line, markup=False, highlight=False)
+        console.print(printable(line), markup=False, highlight=False)
     _print_delivery(wid)
     console.print(_model_bill_line(wid), markup=False, highlight=False)
 
@@ -169,7 +171,7 @@ def inspect(
                 return await ledger_lines(pool, wid)
 
         for line in asyncio.run(refs()):
-            console.print(line, markup=False, highlight=False)
+            console.print(printable(line), markup=False, highlight=False)
         return
 
     async def go():
@@ -185,5 +187,5 @@ def inspect(
     table.add_column("value", justify="right")
     for key, value in facts.items():
         if key != "steps":
-            table.add_row(key, str(value))
+            table.add_row(Text(printable(key)), Text(printable(value)))
     console.print(table)

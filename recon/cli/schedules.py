@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from recon.cli.common import business_date, console, temporal, user_errors, warehouse_code
+from recon.domain.printable import printable
 from recon.runtime.config import load_settings
 
 WarehouseOpt = Annotated[str, typer.Option("--warehouse", help="Warehouse code, e.g. ldh.")]
@@ -92,7 +93,7 @@ def describe(warehouse: WarehouseOpt) -> None:
     v = run(_ops().describe, warehouse_code(warehouse))
     console.print(f"{v.schedule_id}: {'paused' if v.paused else 'active'}; every day at "
                   f"{v.at} {v.time_zone}; night = firing date minus {v.lag_days}")
-    console.print(f"note: {v.note or '-'}", markup=False)
+    console.print(printable(f"note: {v.note or '-'}"), markup=False)
     console.print(f"catch-up window: {v.catchup_window}; firings skipped because a night "
                   f"was still running: {v.skipped_overlap}")
     for when in v.next_runs:

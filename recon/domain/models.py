@@ -149,20 +149,26 @@ class Decision(BaseModel):
     handover_no: int = 0
     # Go on without these invoices: parked with who and why, left out of ledger, stock and notes.
     park: list[str] = Field(default_factory=list)
+    # The approver's Ed25519 signature (base64) of recon.domain.approvals.canonical_decision,
+    # made at `signed_at`; `by` is the name of the key's owner (docs/design.md §3).
+    signed_at: str = ""
+    signature: str = ""
 
 
 class RecordedDecision(BaseModel):
     workflow_id: str
     handover_no: int
     decision: str
-    by: str
+    by: str  # the key's owner (since signed decisions; a typed name in older runs)
     note: str = ""
     decided_at: str
     park: list[str] = Field(default_factory=list)
+    confirmed_by: str = ""  # four eyes: the second approver, when one was needed
 
 
 class IgnoredDecision(BaseModel):
-    """A signal that could not be taken (stale, unknown, unsigned): kept on the run, not dropped."""
+    """A signal that could not be taken (stale, unknown, unsigned): kept on the run, not dropped.
+    Its text fields are cut to the validator's bounds before they reach the memo."""
 
     decision: str
     by: str

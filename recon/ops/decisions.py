@@ -1,9 +1,10 @@
-"""People decide: `recon approve` sends a decision, `recon handover` shows the record.
+"""People decide: `recon approve` sends a signed decision, `recon handover` shows the record.
 
-The decision names the handover it answers and travels as a Temporal Update, whose validator
-(in the workflow) refuses anything but an answer to the pending handover. Parking named invoices
-is checked here first against Postgres, since the validator cannot read it: an invoice that is
-not in the night, or already has live entries, cannot be left out consistently.
+The decision names the handover it answers and travels as a Temporal Update. The workflow's
+validator refuses anything but a well-formed answer to the pending handover; its handler then
+has the signature, the approver's limit, four eyes and the park list checked in Postgres
+(activities/approvals.py) before it acts, the same for every client: this command, the Web UI,
+or a bare `temporal workflow update execute`.
 """
 
 from __future__ import annotations
@@ -13,51 +14,16 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from recon.domain.errors import DecisionRefused
-from recon.domain.keys import REDO_WORKFLOW_PREFIX
+from recon.domain.models import Decision
+from recon.domain.printable import printable
 from recon.store import handovers
-from recon.store.inspection import live_rows_of_invoice
-from recon.store.invoices import in_run
+from recon.store.approvers import refusals_of
 
 
-async def _night_of(client: Client, workflow_id: str) -> str:
-    """A redo writes under its night's id (kept in its memo); every other run under its own."""
-    if not workflow_id.startswith(REDO_WORKFLOW_PREFIX):
-        return workflow_id
-    try:
-        memo = await (await client.get_workflow_handle(workflow_id).describe()).memo()
-    except RPCError:
-        return workflow_id
-    return str(memo.get("redo_of") or workflow_id)
-
-
-async def _check_park(pool: asyncpg.Pool, night: str, invoices: list[str]) -> None:
-    for invoice in invoices:
-        if not await in_run(pool, night, invoice):
-            raise DecisionRefused(f"--park {invoice!r}: no such invoice in {night}")
-        live = await live_rows_of_invoice(pool, night, invoice)
-        if live:
-            raise DecisionRefused(
-                f"--park {invoice!r}: it already has {live} live ledger or stock entries; "
-                "parking it now would leave the run inconsistent"
-            )
-
-
-async def send_decision(
-    client: Client, pool: asyncpg.Pool, workflow_id: str, handover_no: int, decision: str,
-    by: str, note: str, park: list[str],
-) -> str:
-    from recon.domain.models import Decision
-
-    if park:
-        await _check_park(pool, await _night_of(client, workflow_id), park)
+async def send_decision(client: Client, workflow_id: str, decision: Decision) -> str:
     handle = client.get_workflow_handle(workflow_id)
     try:
-        return await handle.execute_update(
-            "decide",
-            Decision(decision=decision, by=by, note=note, handover_no=handover_no,
-                     park=sorted(set(park))),
-            result_type=str,
-        )
+        return await handle.execute_update("decide", decision, result_type=str)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         raise DecisionRefused(f"refused: {getattr(cause, 'message', None) or cause}") from None
@@ -69,28 +35,38 @@ async def send_decision(
 
 async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) -> list[str]:
     """Lines for `recon handover RUN`: the pending note in full, then every handover with its
-    decision (who, what, which, when), then decisions that reached the run and were ignored."""
+    decision (who, what, which, when), then decisions that were refused or ignored. Every line
+    is built from data (names, notes, errors), so each is made printable: control characters
+    are shown escaped, never sent to the terminal."""
     rows = await handovers.of_run(pool, workflow_id)
-    ignored = await _ignored(client, workflow_id)
+    memo = await _memo(client, workflow_id)
+    ignored = memo.get("ignored_decisions") or []
+    ignored = ignored if isinstance(ignored, list) else []
+    refused = await refusals_of(pool, workflow_id)
     from recon.store.mail_handovers import handovers_of
 
     mail_rows = await handovers_of(pool, workflow_id)
-    if not rows and not ignored and not mail_rows:
+    if not rows and not ignored and not mail_rows and not refused:
         raise DecisionRefused(f"run {workflow_id} has no handover")
     lines: list[str] = []
     for m in mail_rows:  # a refused debit note: answered with `recon mail resend|dismiss`
         lines.append(f"Delivery handover mail {m['id']}:")
-        lines.append(m["note"].rstrip())
-        lines.append(f"Decided: {m['decision']} by {m['decided_by']} at "
-                     f"{m['decided_at']:%Y-%m-%d %H:%M:%S}" if m["decision"]
+        lines.append(printable(m["note"].rstrip(), keep_newlines=True))
+        lines.append(printable(f"Decided: {m['decision']} by {m['decided_by']} at "
+                               f"{m['decided_at']:%Y-%m-%d %H:%M:%S}") if m["decision"]
                      else "Status: waiting for a decision")
         lines.append("")
     pending = [r for r in rows if r["decision"] is None]
     if pending:
-        lines.append(pending[-1]["note"].rstrip())
+        lines.append(printable(pending[-1]["note"].rstrip(), keep_newlines=True))
         lines.append(f"Status: waiting for a decision on handover #{pending[-1]['handover_no']}")
+        second = memo.get("awaiting_second_approver")
+        if isinstance(second, dict):
+            lines.append(printable(
+                f"Four eyes: {second.get('decision')} by {second.get('by')} waits for a second, "
+                f"different approver"))
     elif rows:
-        lines.append(rows[-1]["note"].rstrip())
+        lines.append(printable(rows[-1]["note"].rstrip(), keep_newlines=True))
         lines.append("Status: no handover is pending")
     if rows:
         lines.append("")
@@ -100,21 +76,34 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
         if r["decision"]:
             parked = (f"; parked {', '.join(r['parked_invoices'])}"
                       if r["parked_invoices"] else "")
-            head += (f" -> {r['decision']} by {r['decided_by']} at {r['decided_at']:%Y-%m-%d %H:%M:%S}"
+            confirmed = f", confirmed by {r['confirmed_by']}" if r["confirmed_by"] else ""
+            head += (f" -> {r['decision']} by {r['decided_by']}{confirmed} at "
+                     f"{r['decided_at']:%Y-%m-%d %H:%M:%S}"
                      + (f" ({r['decision_note']})" if r["decision_note"] else "") + parked)
         else:
             head += " -> waiting"
-        lines.append(head)
+        lines.append(printable(head))
+    for f in refused:
+        signer = "" if f["signer"] == f["tried_by"] else \
+            f" (signed by {f['signer']})" if f["signer"] else " (no valid signature)"
+        lines.append(printable(
+            f"  refused: {f['decision']} by {f['tried_by']}{signer} for handover "
+            f"#{f['handover_no']} via {f['via']} at {f['received_at']:%Y-%m-%d %H:%M:%S}: "
+            f"{f['reason']}"))
+    count = memo.get("ignored_count")
+    if isinstance(count, int) and count > len(ignored):
+        lines.append(f"  {count} decisions ignored; the last {len(ignored)}:")
     for i in ignored:
-        lines.append(f"  ignored: {i.get('decision')} by {i.get('by')} for handover "
-                     f"#{i.get('handover_no')} at {i.get('received_at')}: {i.get('reason')}")
+        if isinstance(i, dict):
+            lines.append(printable(
+                f"  ignored: {i.get('decision')} by {i.get('by')} for handover "
+                f"#{i.get('handover_no')} at {i.get('received_at')}: {i.get('reason')}"))
     return lines
 
 
-async def _ignored(client: Client, workflow_id: str) -> list[dict]:
+async def _memo(client: Client, workflow_id: str) -> dict:
     try:
         memo = await (await client.get_workflow_handle(workflow_id).describe()).memo()
     except RPCError:
-        return []
-    value = memo.get("ignored_decisions") or []
-    return value if isinstance(value, list) else []
+        return {}
+    return memo if isinstance(memo, dict) else {}

@@ -93,6 +93,9 @@ DEFAULTS: dict[str, str | int | float | None] = {
     "RECON_CODEC_ORIGINS": "http://localhost:8233",
     "RECON_CODEC_HOST": "127.0.0.1",
     "RECON_CODEC_PORT": 8234,
+    "RECON_APPROVER_KEY": None,
+    "RECON_FOUR_EYES_PAISE": 0,
+    "RECON_DECISION_MAX_AGE": 900.0,
 }
 
 
@@ -143,6 +146,11 @@ class Settings:
     codec_origins: str  # RECON_CODEC_ORIGINS: the Web UI origins the codec server answers
     codec_host: str
     codec_port: int
+    # Signed decisions (recon/domain/approvals.py): the key `recon approve` signs with; the
+    # worker's four-eyes amount (0 = off) and how old a signature may be when it arrives.
+    approver_key: str | None
+    four_eyes_paise: int
+    decision_max_age_seconds: float
 
 
 def default_of(key: str) -> str | int | float | None:
@@ -213,6 +221,14 @@ def _clock(values: dict[str, str], key: str) -> str:
     return f"{h:02d}:{m:02d}:{sec:02d}"
 
 
+def _signature_age(values: dict[str, str]) -> float:
+    """Seconds a signed decision stays fresh: above 0, at most a day (nan and inf refused)."""
+    seconds = _float(values, "RECON_DECISION_MAX_AGE")
+    if not 0 < seconds <= 86_400:
+        raise ValueError(f"RECON_DECISION_MAX_AGE must be 1 to 86400 seconds, got {seconds}")
+    return seconds
+
+
 def load_settings() -> Settings:
     """Environment wins over `.recon/env`; defaults fill in the rest."""
     values = read_env_file(state_dir() / ENV_FILE_NAME)
@@ -259,4 +275,7 @@ def load_settings() -> Settings:
         codec_origins=_str(values, "RECON_CODEC_ORIGINS"),
         codec_host=_str(values, "RECON_CODEC_HOST"),
         codec_port=_int(values, "RECON_CODEC_PORT"),
+        approver_key=_text(values, "RECON_APPROVER_KEY"),
+        four_eyes_paise=_int(values, "RECON_FOUR_EYES_PAISE", minimum=0),
+        decision_max_age_seconds=_signature_age(values),
     )

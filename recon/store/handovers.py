@@ -89,15 +89,16 @@ async def insert_handover(
 
 async def record_decision(
     pool: asyncpg.Pool, workflow_id: str, handover_no: int, decision: str, by: str, note: str,
-    decided_at: datetime, park: list[str],
+    decided_at: datetime, park: list[str], confirmed_by: str | None = None,
 ) -> None:
-    """The first decision on a handover stands: a retried attempt writes nothing new."""
+    """The first decision on a handover stands: a retried attempt writes nothing new.
+    `confirmed_by`: the second approver of a four-eyes decision."""
     await pool.execute(
         "UPDATE handovers SET decision = $3, decided_by = $4, decision_note = $5,"
-        " decided_at = $6::timestamptz, parked_invoices = $7"
+        " decided_at = $6::timestamptz, parked_invoices = $7, confirmed_by = $8"
         " WHERE workflow_id = $1 AND handover_no = $2 AND decision IS NULL",
         workflow_id, handover_no, decision, by, note,
-        decided_at, park,
+        decided_at, park, confirmed_by,
     )
 
 

@@ -24,6 +24,7 @@ from recon.domain.models import PostResult
 from recon.domain.steps import STEPS
 from recon.mail.demo_mail import deliver_demo_mail
 from recon.mail.smtp_sink import MailSink
+from recon.ops.approvers import ensure_tool_approver
 from recon.ops.history import read_history
 from recon.ops.inspection import inspect_run
 from recon.runtime.config import state_dir
@@ -80,6 +81,10 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
     workers: list[subprocess.Popen] = []
     try:
         await migrate(pool)
+        approver = await ensure_tool_approver(pool, "demo", "demo@distributor.example",
+                                              state / "approver.pem")
+        console.print(f"approver {approver.name} (admin): decide on this stack with "
+                      f"RECON_APPROVER_KEY={state / 'approver.pem'}", markup=False, highlight=False)
         seeded = await seed_night(pool, DEMO_DATE, DEMO_WAREHOUSE, DEMO_INVOICES, DEMO_MISMATCHES)
         console.print(
             f"seeded {seeded.invoices} invoices for {DEMO_DATE} at {DEMO_WAREHOUSE}: "

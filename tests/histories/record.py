@@ -28,6 +28,7 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
 from recon.documents.seed import seed_night  # noqa: E402
 from recon.domain.models import Decision  # noqa: E402
+from recon.ops.approvers import ensure_tool_approver, load_key, signed_decision  # noqa: E402
 from recon.runtime.config import Settings, load_settings  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
@@ -100,9 +101,17 @@ class Recorder:
                 result.result()
                 return
             result.cancel()
-            await handle.execute_update("decide", Decision(decision="resume", by="recorder",
-                                                           handover_no=answered + 1))
+            await handle.execute_update("decide", await self.signed(handle.id, "resume",
+                                                                    handover_no=answered + 1))
             answered += 1
+
+    async def signed(self, run: str, decision: str, handover_no: int = 1,
+                     note: str = "") -> Decision:
+        """A decision signed by the recorder's own approver key, as `recon approve` signs."""
+        key = self.state / "recorder.pem"
+        await ensure_tool_approver(self.pool, "recorder", "recorder@distributor.example", key)
+        return await signed_decision(self.pool, load_key(key), run=run, handover_no=handover_no,
+                                     decision=decision, by="recorder", note=note, park=[])
 
     async def save(self, name: str, workflow_id: str) -> None:
         history = await self.client.get_workflow_handle(workflow_id).fetch_history()
@@ -145,8 +154,8 @@ async def _handover_at_step_7(r: Recorder, name: str, decision: str) -> None:
     handle = await start_night(r.client, settings, DAY, name)
     await r.awaiting(handle)
     await _refusing_ledger(r, wid, f"refuse_{name}", False)
-    await handle.execute_update("decide", Decision(decision=decision, by="recorder",
-                                                   note=f"recorded {decision}", handover_no=1))
+    await handle.execute_update("decide", await r.signed(wid, decision,
+                                                         note=f"recorded {decision}"))
     await r.resume_until_done(handle)
     await r.save(name.replace("ho", "handover_", 1), wid)
 
@@ -168,8 +177,7 @@ async def gate_resume(r: Recorder) -> None:
     r.worker(queue)
     handle = await start_night(r.client, settings, DAY, "gateres")
     await r.awaiting(handle)
-    await handle.execute_update("decide", Decision(decision="resume", by="recorder",
-                                                   handover_no=1))
+    await handle.execute_update("decide", await r.signed(handle.id, "resume"))
     await handle.result()
     await r.save("gate_resume", handle.id)
 

@@ -12,5 +12,6 @@ from tests.conftest import Stack, clean_environment
 def _settings_env(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
     env = stack.env()
     clean_environment(monkeypatch, **{k: env[k] for k in ("DATABASE_URL", "TEMPORAL_ADDRESS",
-                                                          "RECON_HOME", "RECON_PAYLOAD_KEYS")
+                                                          "RECON_HOME", "RECON_PAYLOAD_KEYS",
+                                                          "RECON_APPROVER_KEY")
                                       if k in env})

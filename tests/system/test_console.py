@@ -10,7 +10,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle
 
 from recon.documents.seed import seed_night
-from recon.domain.models import Decision
+from tests.approving import signed
 from tests.helpers import inprocess_worker, settings_for, start, wait_for
 
 
@@ -25,7 +25,7 @@ def _attributes(description) -> dict:
 
 
 async def test_describe_shows_summary_details_and_search_attributes(
-    pool: asyncpg.Pool, client: Client, night
+    pool: asyncpg.Pool, client: Client, night, stack
 ) -> None:
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
@@ -54,8 +54,8 @@ async def test_describe_shows_summary_details_and_search_attributes(
         assert summaries and all(s.data for s in summaries), "every activity has a summary"
         assert b"step 7: posting ledger adjustments" in b" ".join(s.data for s in summaries)
 
-        await handle.execute_update("decide", Decision(decision="resume", by="asha", note="ok",
-                                                                handover_no=1))
+        await handle.execute_update("decide", await signed(pool, stack.state, handle.id,
+                                                                     "resume", note="ok"))
         await asyncio.wait_for(handle.result(), 60)
         finished = await handle.describe()
         assert _attributes(finished)["ReconStatus"] == "Completed"

@@ -15,6 +15,7 @@ from temporalio.client import Client
 from recon.documents.seed import seed_night
 from recon.domain.models import Decision
 from recon.ops.waiting import AWAITING_DECISION_EXIT
+from tests.approving import key_path
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
@@ -133,7 +134,8 @@ async def test_decisions_name_their_handover_and_ignored_signals_stay_on_record(
 
     first = recon_cli(env, "approve", wf, "--handover", "1", "--decision", "resume", "--by", "asha")
     assert first.returncode == 0, first.stderr
-    second = recon_cli(env, "approve", wf, "--handover", "1", "--decision", "retry", "--by", "ravi")
+    ravi = dict(env, RECON_APPROVER_KEY=str(key_path(stack.state, "ravi")))
+    second = recon_cli(ravi, "approve", wf, "--handover", "1", "--decision", "retry", "--by", "ravi")
     assert second.returncode != 0 and len(second.stderr.strip().splitlines()) == 1
     summary = await asyncio.wait_for(handle.result(), 60)
     assert summary.status == "Completed" and summary.debit_notes > 0

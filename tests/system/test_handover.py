@@ -13,6 +13,7 @@ from temporalio.client import Client
 from recon.documents.seed import seed_night
 from recon.domain.models import Decision
 from recon.ops.history import read_history
+from tests.approving import signed
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
@@ -126,8 +127,8 @@ async def test_the_gate_before_debit_notes_holds_them_until_approved(
     await handle.signal("decide_signal", Decision(decision="explode", by="x"))
     await asyncio.sleep(0.5)
     assert (await handle.query("progress"))["status"] == "AwaitingDecision"
-    await handle.signal("decide_signal", Decision(decision="resume", by="ravi", note="checked",
-                                                       handover_no=1))
+    await handle.signal("decide_signal", await signed(pool, stack.state, wf, "resume",
+                                                      by="ravi", note="checked"))
     summary = await asyncio.wait_for(handle.result(), 60)
     assert summary.status == "Completed" and summary.debit_notes > 0
     assert await pool.fetchval(
@@ -138,7 +139,7 @@ async def test_the_gate_before_debit_notes_holds_them_until_approved(
 
 
 async def test_a_second_decision_on_the_same_handover_is_refused(
-    pool: asyncpg.Pool, client: Client, night, spawn_worker
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, stack
 ) -> None:
     """Two people answer the same handover at once: one decision wins, the other is refused by
     the update's validator, before anything is written to the run's history."""
@@ -151,8 +152,8 @@ async def test_a_second_decision_on_the_same_handover_is_refused(
     handle = await start(client, settings_for(queue, gate_max_total_paise=100), day, warehouse)
     await wait_for(lambda: _awaiting(client, wf), 60, "the gate to hand over")
     answers = await asyncio.gather(
-        handle.execute_update("decide", Decision(decision="resume", by="asha", handover_no=1)),
-        handle.execute_update("decide", Decision(decision="undo", by="ravi", handover_no=1)),
+        handle.execute_update("decide", await signed(pool, stack.state, wf, "resume")),
+        handle.execute_update("decide", await signed(pool, stack.state, wf, "undo", by="ravi")),
         return_exceptions=True,
     )
     accepted = [a for a in answers if isinstance(a, str)]
@@ -167,7 +168,7 @@ async def test_a_second_decision_on_the_same_handover_is_refused(
 
 
 async def test_a_step_is_done_only_when_the_ledger_holds_it(
-    pool: asyncpg.Pool, client: Client, night, spawn_worker
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, stack
 ) -> None:
     """A ledger that silently drops entries (no error at all) is caught by the step's closing
     check: the step fails non-retryably and the run hands over instead of calling it done."""
@@ -194,13 +195,13 @@ async def test_a_step_is_done_only_when_the_ledger_holds_it(
     assert "post_adjustments" not in progress["steps_done"]
     assert await pool.fetchval(
         "SELECT count(*) FROM stock_movements WHERE workflow_id = $1", wf) == 0
-    await handle.execute_update("decide", Decision(decision="retry", by="asha", handover_no=1))
+    await handle.execute_update("decide", await signed(pool, stack.state, wf, "retry"))
     await asyncio.wait_for(handle.result(), 60)
     assert len(await ledger_rows(pool, wf)) == 8
 
 
 async def test_a_waiting_run_sends_a_reminder_each_morning(
-    pool: asyncpg.Pool, client: Client, night, spawn_worker
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, stack
 ) -> None:
     """The 'morning' is set a few seconds ahead so the test sees the reminder go out."""
     from datetime import UTC, datetime, timedelta
@@ -223,6 +224,6 @@ async def test_a_waiting_run_sends_a_reminder_each_morning(
     assert reminder["key"] == f"{wf}:handover:1:reminder:1"
     assert "still waits for a decision" in reminder["subject"]
     assert (await handle.query("progress"))["status"] == "AwaitingDecision"
-    await handle.execute_update("decide", Decision(decision="resume", by="asha", handover_no=1))
+    await handle.execute_update("decide", await signed(pool, stack.state, wf, "resume"))
     await asyncio.wait_for(handle.result(), 60)
     assert await reminded() == 1, "the next reminder is a day away"

@@ -11,7 +11,7 @@ import asyncpg
 from temporalio.client import Client
 
 from recon.documents.seed import seed_night
-from recon.domain.models import Decision
+from tests.approving import signed
 from tests.helpers import settings_for, start, wait_for
 
 
@@ -25,7 +25,7 @@ def _json_lines(text: str) -> list[dict]:
 
 
 async def test_the_json_logs_tell_the_crash_the_retry_and_the_handover(
-    pool: asyncpg.Pool, client: Client, night, spawn_worker
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, stack
 ) -> None:
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=60, mismatches=8)
@@ -38,7 +38,7 @@ async def test_the_json_logs_tell_the_crash_the_retry_and_the_handover(
     async def waiting() -> bool:
         return (await handle.query("progress"))["status"] == "AwaitingDecision"
     await wait_for(waiting, 60, "the gate to hand over")
-    await handle.execute_update("decide", Decision(decision="resume", by="asha", handover_no=1))
+    await handle.execute_update("decide", await signed(pool, stack.state, handle.id, "resume"))
     await asyncio.wait_for(handle.result(), 60)
     run_id = (await handle.describe()).run_id
     await asyncio.sleep(0.5)  # the last lines reach the file

@@ -15,6 +15,7 @@ from temporalio.client import Client
 from recon.documents.seed import seed_night
 from recon.domain.models import RunSummary
 from recon.runtime.embedded import temporal_binary
+from tests.approving import key_path
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
@@ -164,7 +165,10 @@ async def test_two_redos_at_once_post_once(
                                          "--by", "asha")
         assert undone.returncode == 0, undone.stderr
         results = await asyncio.gather(*(
-            asyncio.to_thread(_cli, stack, settings, "redo", wf, "--reason", "r", "--by", who)
+            asyncio.to_thread(recon_cli, stack.env(
+                RECON_TASK_QUEUE=settings.task_queue,
+                RECON_APPROVER_KEY=str(key_path(stack.state, who))),
+                "redo", wf, "--reason", "r", "--by", who, timeout=120)
             for who in ("asha", "ravi")
         ))
     ok = [r for r in results if r.returncode == 0]

@@ -11,7 +11,7 @@ from temporalio.client import Client
 
 from recon.documents.seed import seed_night
 from recon.domain.calendar import StarterOutcome, business_date_of
-from recon.domain.models import Decision
+from tests.approving import signed
 from tests.helpers import inprocess_worker, recon_cli, settings_for, wait_for
 
 
@@ -75,8 +75,8 @@ async def test_a_triggered_schedule_starts_the_night_and_a_second_trigger_starts
             client, f"TemporalScheduledById = 'recon-nightly-{warehouse}'")) == 1
         assert len(await the_night()) == 1
 
-        await handle.execute_update("decide", Decision(decision="resume", by="asha",
-                                                       handover_no=1))
+        await handle.execute_update("decide", await signed(pool, stack.state, handle.id,
+                                                            "resume"))
         assert (await asyncio.wait_for(handle.result(), 60))["status"] == "Completed"
         results = await asyncio.wait_for(_starter_results(client, warehouse), 30)
         assert [(r.workflow_id, r.outcome) for r in results] == [(runs[0].id, "completed")]

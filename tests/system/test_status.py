@@ -49,7 +49,7 @@ async def test_status_of_a_run_and_its_undos_comes_from_the_ledger(
     supplier_paise = sum(a.amount_paise for a in seeded.adjustments if a.supplier_id == supplier)
     async with inprocess_worker(settings):
         undone = await _cli(stack, queue, "undo", wf, "--supplier", supplier,
-                            "--reason", "agreed", "--by", "finance.head")
+                            "--reason", "agreed", "--by", "asha")
         assert undone.returncode == 0, undone.stderr
     undo_id = f"undo-{wf}-supplier-{supplier}"
     done = await asyncio.to_thread(_status, stack, undo_id, queue)
@@ -62,7 +62,7 @@ async def test_status_of_a_run_and_its_undos_comes_from_the_ledger(
             f"net {rupees(total - supplier_paise)}") in out
 
     async with inprocess_worker(settings):
-        undone = await _cli(stack, queue, "undo", wf, "--reason", "wrong night", "--by", "fh")
+        undone = await _cli(stack, queue, "undo", wf, "--reason", "wrong night", "--by", "asha")
         assert undone.returncode == 0, undone.stderr
     for wid in (f"undo-{wf}", wf):
         done = await asyncio.to_thread(_status, stack, wid, queue)

@@ -56,7 +56,7 @@ async def test_undo_of_one_supplier_touches_nothing_else(
     async with inprocess_worker(settings):
         done = await asyncio.to_thread(recon_cli, stack.env(RECON_TASK_QUEUE=settings.task_queue), "undo", wf,
                          "--supplier", supplier, "--reason", "prices agreed last week",
-                         "--by", "finance.head")
+                         "--by", "asha")
     assert done.returncode == 0, done.stderr
     assert f"{count} ledger reversals" in done.stdout
 
@@ -114,7 +114,7 @@ async def test_undo_of_a_whole_run_and_the_same_undo_twice(
               for t in ("ledger_entries", "stock_movements", "outbox")]
 
     again = await asyncio.to_thread(recon_cli, stack.env(RECON_TASK_QUEUE=settings.task_queue), "undo", wf,
-                      "--reason", "again", "--by", "someone")
+                      "--reason", "again", "--by", "asha")
     assert again.returncode != 0 and "nothing to undo" in again.stderr
     assert [await pool.fetchval(f"SELECT count(*) FROM {t} WHERE workflow_id = $1", wf)
             for t in ("ledger_entries", "stock_movements", "outbox")] == counts
@@ -155,7 +155,7 @@ async def test_dry_run_changes_nothing_and_bad_requests_are_refused(
     env = stack.env(RECON_TASK_QUEUE=settings.task_queue)
     tables = ("ledger_entries", "stock_movements", "outbox")
     before = [await _rows(pool, t, wf) for t in tables]
-    dry = await asyncio.to_thread(recon_cli, env, "undo", wf, "--reason", "check", "--by", "me", "--dry-run")
+    dry = await asyncio.to_thread(recon_cli, env, "undo", wf, "--reason", "check", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "dry run" in dry.stdout and "8 reversal entries" in dry.stdout
     assert [await _rows(pool, t, wf) for t in tables] == before
@@ -164,7 +164,7 @@ async def test_dry_run_changes_nothing_and_bad_requests_are_refused(
         (("recon-1999-01-01-nowhere",), "no run"),
         ((wf, "--supplier", "S999"), "unknown supplier"),
     ]:
-        refused = await asyncio.to_thread(recon_cli, env, "undo", *args, "--reason", "x", "--by", "me")
+        refused = await asyncio.to_thread(recon_cli, env, "undo", *args, "--reason", "x", "--by", "asha")
         assert refused.returncode != 0 and reason in refused.stderr, refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
     assert [await _rows(pool, t, wf) for t in tables] == before

@@ -15,6 +15,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
+from recon.domain.approvals import DecisionCheck, DecisionVerdict
 from recon.domain.models import (
     Count,
     ExtractBatch,
@@ -39,6 +40,7 @@ from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation
 
 INVOICES = 3
+STANDIN_SIGNATURE = "signed-by-a-stand-in"
 MISMATCHES = 2
 
 
@@ -56,6 +58,9 @@ class NightState:
         self.inputs: dict[str, list[Any]] = defaultdict(list)
         self.failures: dict[str, list[BaseException]] = defaultdict(list)
         self.verdicts: list[GateVerdict] = []
+        # decisions the signature check saw; kept apart from `calls`, whose order the step
+        # tests read (a check runs while the run waits, not as a step)
+        self.checks: list[DecisionCheck] = []
 
     def fail(self, name: str, *errors: BaseException) -> None:
         """The next calls of `name` raise these, one per call."""
@@ -164,6 +169,15 @@ class StandIns:
         self._called("park_invoices", req)
         return len(req.invoices)
 
+    @activity.defn(name="check_decision")
+    async def check_decision(self, check: DecisionCheck) -> DecisionVerdict:
+        """The signature check's stand-in: a decision carrying STANDIN_SIGNATURE is signed by
+        its `by`; anything else is refused as the real check refuses an unsigned one."""
+        self._night().checks.append(check)
+        if check.signature != STANDIN_SIGNATURE:
+            return DecisionVerdict(refused=f"unsigned decision by {check.by!r}")
+        return DecisionVerdict(approver=check.by)
+
     @activity.defn(name="send_reminder")
     async def send_reminder(self, req: ReminderRequest) -> None:
         self._called("send_reminder", req)
@@ -195,6 +209,7 @@ class StandIns:
             self.compare_quantities, self.flag_mismatches, self.post_adjustments,
             self.update_stock, self.check_evidence, self.send_debit_notes, self.send_summary,
             self.record_handover, self.record_decision, self.park_invoices, self.send_reminder,
+            self.check_decision,
             self.open_next_generation, self.withdraw_debit_notes, self.reverse_stock_movements,
             self.reverse_ledger_entries,
         ]

@@ -14,7 +14,13 @@ from temporalio.exceptions import ApplicationError
 from recon.domain.labels import RECON_STATUS
 from recon.domain.models import Decision, GateVerdict, HandoverNote, UndoResult
 from recon.domain.steps import STEPS
-from tests.workflows.standins import MISMATCHES, StandIns, night_with_standins, period_locked
+from tests.workflows.standins import (
+    MISMATCHES,
+    STANDIN_SIGNATURE,
+    StandIns,
+    night_with_standins,
+    period_locked,
+)
 from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation
 
@@ -47,7 +53,8 @@ async def _search_status(handle: WorkflowHandle) -> str | None:
 
 
 def _decide(decision: str, handover_no: int = 1, **more) -> Decision:
-    return Decision(decision=decision, by="asha", handover_no=handover_no, **more)
+    return Decision(decision=decision, by="asha", handover_no=handover_no,
+                    signed_at="2026-10-14T03:00:00+00:00", signature=STANDIN_SIGNATURE, **more)
 
 
 async def test_a_clean_night_runs_the_ten_steps_in_order(temporal_only: Client) -> None:
@@ -283,3 +290,35 @@ async def test_undo_at_the_gate_sends_no_note(temporal_only: Client) -> None:
         "open_next_generation", "withdraw_debit_notes", "reverse_stock_movements",
         "reverse_ledger_entries"]
     assert not set(NOTES) & set(calls)
+
+
+async def test_a_decision_is_taken_only_after_its_signature_check(temporal_only: Client) -> None:
+    """The Update and the signal both ask `check_decision` before acting; a refusal leaves the
+    run waiting (the Update fails in one line, the signal is kept as ignored); the decision on
+    record is the checked one."""
+    async with night_with_standins(temporal_only) as night:
+        night.standins.verdicts = [GateVerdict(reasons=["adjustments too large"])]
+        handle = await night.start()
+        await _handover(handle)
+        unsigned = Decision(decision="resume", by="asha", handover_no=1)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(NightlyReconciliation.decide, unsigned)
+        assert "unsigned decision by 'asha'" in str(refused.value.cause)
+        await handle.signal(NightlyReconciliation.decide_signal, unsigned)
+        ignored = await _eventually(lambda: handle.query(NightlyReconciliation.ignored_decisions),
+                                    "the ignored signal")
+        assert "unsigned" in ignored[0].reason
+        assert await _status(handle) == "AwaitingDecision"
+        with pytest.raises(WorkflowUpdateFailedError) as too_long:
+            await handle.execute_update(NightlyReconciliation.decide, _decide("resume",
+                                                                                note="x" * 501))
+        assert "--note is at most 500" in str(too_long.value.cause)
+        await handle.execute_update(NightlyReconciliation.decide, _decide("resume", note="ok"))
+        assert (await handle.result()).status == "Completed"
+        checks = night.standins.checks
+        decided = night.standins.inputs["record_decision"]
+    assert [(c.via, c.signature != "") for c in checks] == [
+        ("update", False), ("signal", False), ("update", True)], "no check for the too-long note"
+    assert {c.workflow_id for c in checks} == {handle.id} and checks[0].received_at
+    assert [(d.by, d.decision, d.note, d.confirmed_by) for d in decided] == [
+        ("asha", "resume", "ok", "")]

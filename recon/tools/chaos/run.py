@@ -111,6 +111,7 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
     import asyncpg
 
     from recon.documents.seed import seed_night
+    from recon.ops.approvers import ensure_tool_approver
     from recon.store.chaos_checks import create_database
 
     admin = await asyncpg.connect(stack.postgres.url)
@@ -123,6 +124,10 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
         pool = await connect_pool(stack.database_url(night), max_size=2)
         try:
             await migrate(pool)
+            # Its own approver (the same key in both databases): a night of chaos that hands
+            # over is a FAIL, but whoever reads it on the scratch stack decides with this key.
+            await ensure_tool_approver(pool, "chaos", "chaos@distributor.example",
+                                       stack.root / "chaos-approver.pem")
             await seed_night(pool, plan.business_date, WAREHOUSE, plan.invoices, plan.mismatches,
                              plan.seed, plan.documents)
         finally:

@@ -1,0 +1,101 @@
+"""The signature check of a decision, against the approvers on record in Postgres.
+
+The workflow's `decide` Update (and its signal) hand every decision that passed the validator's
+cheap checks (shape, lengths, the pending handover) to this activity before acting on it. It
+answers who signed, how much money the decision puts at stake, and whether it is refused:
+unsigned, forged (the signature does not verify against the key on record for the name it
+carries), revoked, stale, over the approver's limit, or parking what cannot be parked. Every
+refusal is kept on record (`refused_decisions`) with who tried; the run keeps waiting.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from temporalio import activity
+
+from activities.resources import Room
+from activities.step import business_step
+from recon.domain.approvals import (
+    DecisionCheck,
+    DecisionVerdict,
+    canonical_decision,
+    four_eyes,
+    needs_four_eyes,
+    staleness,
+)
+from recon.domain.money import rupees
+from recon.domain.signing import verifies
+from recon.store import approvers
+from recon.store.inspection import live_rows_of_invoice
+from recon.store.invoices import in_run
+
+
+class ApprovalActivities(Room):
+    """Decisions are taken only from known people: the check of each one."""
+
+    @activity.defn(name="check_decision")
+    @business_step
+    async def check_decision(self, check: DecisionCheck) -> DecisionVerdict:
+        verdict = await self._verdict(check)
+        if verdict.refused:
+            await approvers.record_refusal(
+                self.pool, check_id=check.check_id, workflow_id=check.workflow_id,
+                handover_no=check.handover_no, via=check.via, tried_by=check.by,
+                signer=verdict.approver or None, decision=check.decision, park=check.park,
+                stake_paise=verdict.stake_paise, reason=verdict.refused,
+                received_at=datetime.fromisoformat(check.received_at),
+            )
+            activity.logger.warning(
+                "refused decision %s by %r on handover #%s: %s", check.decision, check.by,
+                check.handover_no, verdict.refused)
+        return verdict
+
+    async def _verdict(self, c: DecisionCheck) -> DecisionVerdict:
+        pool = self.pool
+        if not c.signature or not c.signed_at:
+            return DecisionVerdict(refused=(
+                f"unsigned decision by {c.by!r}: decisions are signed by a known approver "
+                f"(recon approve with RECON_APPROVER_KEY or --key)"))
+        person = await approvers.by_name(pool, c.by)
+        payload = canonical_decision(run=c.workflow_id, handover_no=c.handover_no,
+                                     decision=c.decision, by=c.by, note=c.note, park=c.park,
+                                     signed_at=c.signed_at)
+        if person is None:
+            return DecisionVerdict(refused=f"{c.by!r} is not an approver on record")
+        if not verifies(person.public_key, payload, c.signature):
+            return DecisionVerdict(refused=(
+                f"forged or altered: the signature does not verify against {person.name}'s key "
+                f"for this run, handover and decision"))
+        name = person.name
+        if not person.active:
+            return DecisionVerdict(approver=name, refused=(
+                f"{name}'s key was revoked at {person.revoked_at:%Y-%m-%d %H:%M:%S %Z}"))
+        received = datetime.fromisoformat(c.received_at)
+        stale = staleness(c.signed_at, received,
+                          timedelta(seconds=self.settings.decision_max_age_seconds))
+        if stale:
+            return DecisionVerdict(approver=name, refused=stale)
+        park_problem = await self._park_problem(c)
+        if park_problem:
+            return DecisionVerdict(approver=name, refused=park_problem)
+        stake = await approvers.money_at_stake(pool, c.night, c.supplier_id, c.decision, c.park)
+        if person.limit_paise is not None and stake > person.limit_paise:
+            return DecisionVerdict(approver=name, stake_paise=stake, refused=(
+                f"over {name}'s limit: this {c.decision} puts {rupees(stake)} at stake, "
+                f"{name} may decide up to {rupees(person.limit_paise)}"))
+        if not needs_four_eyes(c.decision, c.park, stake, self.settings.four_eyes_paise):
+            return DecisionVerdict(approver=name, stake_paise=stake)
+        return four_eyes(c, name, stake)
+
+    async def _park_problem(self, c: DecisionCheck) -> str | None:
+        """The same check for every client (CLI, Web UI, a bare Update): an invoice that is not
+        in the night, or already has live entries, cannot be left out consistently."""
+        for invoice in c.park:
+            if not await in_run(self.pool, c.night, invoice):
+                return f"--park {invoice!r}: no such invoice in {c.night}"
+            live = await live_rows_of_invoice(self.pool, c.night, invoice)
+            if live:
+                return (f"--park {invoice!r}: it already has {live} live ledger or stock "
+                        f"entries; parking it now would leave the run inconsistent")
+        return None

@@ -1,0 +1,104 @@
+"""`recon approvers add|list|revoke`: the people whose signed decisions runs take."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from recon.cli.common import console, database, user_errors
+from recon.domain.money import parse_rupees, rupees
+from recon.domain.printable import printable
+
+app = typer.Typer(help="Approvers: who may decide, with which key, up to how much.",
+                  no_args_is_help=True, add_completion=False)
+
+KeyOption = Annotated[Path | None, typer.Option(
+    "--key", help="An admin's private key (default: RECON_APPROVER_KEY).")]
+
+
+def approver_key(path: Path | None):
+    """The key of the person at the keyboard: --key, else RECON_APPROVER_KEY, else none."""
+    from recon.ops.approvers import load_key
+    from recon.runtime.config import load_settings
+
+    chosen = path or (Path(k) if (k := load_settings().approver_key) else None)
+    return None if chosen is None else load_key(chosen)
+
+
+@app.command()
+@user_errors
+def add(
+    name: Annotated[str, typer.Argument(metavar="NAME")],
+    email: Annotated[str, typer.Option(help="Where the approver is reached.")],
+    role: Annotated[str, typer.Option(help="approver | admin (admins add and revoke)")],
+    limit: Annotated[str | None, typer.Option(
+        help="The most one decision of theirs may put at stake, in rupees (default: none).")] = None,
+    key_file: Annotated[Path | None, typer.Option(
+        help="Make a key pair; write the private key here (mode 0600, never overwritten).")] = None,
+    public_key: Annotated[Path | None, typer.Option(
+        help="Register this Ed25519 public key (PEM) the person made instead.")] = None,
+    key: KeyOption = None,
+) -> None:
+    """Put an approver on record with an Ed25519 public key."""
+    from recon.ops.approvers import add_approver
+
+    limit_paise = None if limit is None else parse_rupees(limit)
+
+    async def go():
+        async with database() as pool:
+            return await add_approver(pool, name, email, role, limit_paise, key_file=key_file,
+                                      public_key_file=public_key, admin_key=approver_key(key))
+
+    person = asyncio.run(go())
+    where = f"; private key in {key_file} (keep it to yourself)" if key_file else ""
+    console.print(printable(
+        f"approver {person.name} ({person.role}, limit "
+        f"{'none' if person.limit_paise is None else rupees(person.limit_paise)}) added{where}"),
+        markup=False, highlight=False)
+
+
+@app.command("list")
+@user_errors
+def list_() -> None:
+    """Every approver on record, active first."""
+    from recon.domain.signing import fingerprint
+    from recon.store.approvers import all_approvers
+
+    async def go():
+        async with database() as pool:
+            return await all_approvers(pool)
+
+    people = asyncio.run(go())
+    if not people:
+        console.print("no approver on record: recon approvers add NAME --email E --role admin "
+                      "--key-file PATH")
+        return
+    table = Table(title="Approvers")
+    for column in ("name", "email", "role", "limit", "key", "added", "revoked"):
+        table.add_column(column)
+    for p in people:
+        table.add_row(*(Text(printable(cell)) for cell in (
+            p.name, p.email, p.role, "none" if p.limit_paise is None else rupees(p.limit_paise),
+            fingerprint(p.public_key), f"{p.added_at:%Y-%m-%d %H:%M}",
+            f"{p.revoked_at:%Y-%m-%d %H:%M}" if p.revoked_at else "")))
+    console.print(table)
+
+
+@app.command()
+@user_errors
+def revoke(name: Annotated[str, typer.Argument(metavar="NAME")], key: KeyOption = None) -> None:
+    """End an approver's authority: their signatures are refused from now on."""
+    from recon.ops.approvers import revoke_approver
+
+    async def go():
+        async with database() as pool:
+            return await revoke_approver(pool, name, approver_key(key))
+
+    revoked = asyncio.run(go())
+    console.print(printable(f"approver {name} revoked at {revoked:%Y-%m-%d %H:%M:%S %Z}"),
+                  markup=False, highlight=False)
