@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from recon.documents.seed import seed_night  # noqa: E402
-from recon.domain.models import Decision  # noqa: E402
 from recon.runtime.config import load_settings  # noqa: E402
 from recon.runtime.devstack import embedded_stack, prepare_database  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
@@ -54,6 +53,7 @@ async def shoot(page, url: str, path: Path, wait_for: str, tab: str | None = Non
 async def main(ui: str, settings, encrypted: bool = False) -> None:
     from playwright.async_api import async_playwright
 
+    from recon.ops.approvers import ensure_tool_approver, load_key, signed_decision
     from recon.runtime.temporal_client import connect
     from recon.store.db import connect_pool
     from starter import start_night
@@ -61,6 +61,16 @@ async def main(ui: str, settings, encrypted: bool = False) -> None:
 
     pool = await connect_pool(settings.database_url)
     await seed_night(pool, DAY, WAREHOUSE, invoices=312, mismatches=40)
+    key_file = Path(tempfile.mkdtemp(prefix="recon-shots-key-")) / "asha.pem"
+    await ensure_tool_approver(pool, "asha", "asha@distributor.example", key_file)
+    key = load_key(key_file)
+
+    async def decide(note: str) -> None:
+        """Resume, signed with asha's key, as `recon approve --decision resume` sends it."""
+        await handle.execute_update("decide", await signed_decision(
+            pool, key, run=handle.id, handover_no=1, decision="resume", by="asha", note=note,
+            park=[]))
+
     client = await connect(settings)
     OUT.mkdir(parents=True, exist_ok=True)
     async with inprocess_worker(settings):
@@ -73,8 +83,7 @@ async def main(ui: str, settings, encrypted: bool = False) -> None:
                 args=["--no-sandbox"])
             page = await browser.new_page(viewport={"width": 1440, "height": 1000})
             if encrypted:
-                await handle.execute_update("decide", Decision(
-                    decision="resume", by="asha", note="prices checked with Sharma Foods", handover_no=1))
+                await decide("prices checked with Sharma Foods")
                 await handle.result()
                 await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
                             OUT / "codec-decoded-memo.png", "COMPLETED", tab="Memo")
@@ -88,8 +97,7 @@ async def main(ui: str, settings, encrypted: bool = False) -> None:
                         OUT / "run-timeline.png", "step 7: posting ledger adjustments")
             await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
                         OUT / "run-waiting.png", "RUNNING", tab="User Metadata")
-            await handle.execute_update("decide", Decision(decision="resume", by="asha",
-                                                           note="checked with the supplier", handover_no=1))
+            await decide("checked with the supplier")
             await handle.result()
             await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
                         OUT / "run-completed.png", "COMPLETED", tab="Memo")
