@@ -122,3 +122,9 @@ def test_a_seeded_night_agrees_everywhere() -> None:
             assert disagreement(parse_document(text), text) is None, text
             checked += 1
     assert checked > 350
+
+
+def test_a_quoted_line_carries_no_control_characters() -> None:
+    doc = "INV-7 PO-77\n| 1 | SKU-L1 | \x1b[2Jwiped | 80 | 12.50 |\n"
+    found = disagreement(_answer(("SKU-L1", 40, 1250)), doc)
+    assert found is not None and "\x1b" not in found.reason and "\\x1b[2J" in found.reason

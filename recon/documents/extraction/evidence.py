@@ -116,7 +116,11 @@ def _holds(found: list[Reading], skus: list[tuple[int, int]], line: ExtractedLin
 
 
 def _quote(text: str) -> str:
+    """A document line as a reason quotes it: one line, control characters escaped (`\\x1b`),
+    at most _QUOTE characters. The document is evidence, never markup or terminal control."""
     text = " ".join(text.split())
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
     return text if len(text) <= _QUOTE else text[:_QUOTE - 1] + "…"
 
 
