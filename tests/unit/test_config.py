@@ -80,6 +80,8 @@ def test_zero_is_allowed_where_it_means_none(monkeypatch: pytest.MonkeyPatch) ->
     ("RECON_GATE_MAX_ADJUSTMENT_SHARE", "-0.01", "RECON_GATE_MAX_ADJUSTMENT_SHARE must be above 0"),
     ("RECON_MODEL_MAX_FAILED_SHARE", "2", "RECON_MODEL_MAX_FAILED_SHARE must be at most 1"),
     ("RECON_HEARTBEAT_SECONDS", "inf", "RECON_HEARTBEAT_SECONDS must be a finite number"),
+    ("RECON_HEARTBEAT_SECONDS", "7200", "RECON_HEARTBEAT_SECONDS must be at most 3600"),
+    ("RECON_POST_BATCH", "2000000", "RECON_POST_BATCH must be at most 1000000"),
     ("RECON_MODEL_MAX_DOCUMENT_BYTES", "0", "RECON_MODEL_MAX_DOCUMENT_BYTES must be at least 1"),
     ("RECON_METRICS_PORT", "70000", "RECON_METRICS_PORT must be at most 65535"),
     ("RECON_HEARTBEAT_SECONDS", "soon", "RECON_HEARTBEAT_SECONDS must be a number, got 'soon'"),
