@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from recon.documents.extraction.numbers import CSV_FIELDS, Reading, csv_readings, readings, times
 from recon.documents.extraction.schema import ExtractedInvoice, ExtractedLine
@@ -60,21 +61,26 @@ def _line_holds(text: str, line: ExtractedLine) -> bool:
     return _holds(found, skus, line) or _holds(found + csv_readings(text), skus, line)
 
 
-def _spellings_of_price(paise: int) -> list[str]:
+@lru_cache(maxsize=8192)
+def _spellings_of_price(paise: int) -> tuple[str, ...]:
+    """How documents usually write an amount, most usual first (`1,250.50` Indian or western
+    grouped, then `1250.50`, `1250.5`, and without paise when there are none). Prices repeat
+    from night to night: kept."""
     whole, frac = divmod(paise, 100)
-    bodies = {str(whole), group_indian(whole), f"{whole:,}"}
+    bodies = list(dict.fromkeys((group_indian(whole), f"{whole:,}", str(whole))))
     out = [f"{b}.{frac:02d}" for b in bodies]
     if frac % 10 == 0:
         out += [f"{b}.{frac // 10}" for b in bodies]
     if frac == 0:
-        out += list(bodies)
-    return out
+        out += bodies
+    return tuple(out)
 
 
 def _plain_spans(text: str, spelling: str, fields: bool) -> list[tuple[int, int]]:
     """Where `spelling` stands on the line as a whole number by itself: nothing of a word or of
-    another number on either side (a subset of what `readings` reads there). `fields`: the line
-    is CSV without quotes, so a comma on either side ends a field (as `csv_readings` reads it)."""
+    another number on either side (a subset of what `readings` reads there): a comma next to it
+    may be a grouping comma only with a digit beyond it. `fields`: the line is CSV without
+    quotes, so a comma on either side ends a field (as `csv_readings` reads it)."""
     spans = []
     at = text.find(spelling)
     while at >= 0:
@@ -83,7 +89,7 @@ def _plain_spans(text: str, spelling: str, fields: bool) -> list[tuple[int, int]
         after = text[end] if end < len(text) else " "
         after2 = text[end + 1] if end + 1 < len(text) else " "
         if (not ((before.isalnum() and not times(text, at)) or before in "-_."
-                 or (before == "," and not fields))
+                 or (before == "," and not fields and at > 1 and text[at - 2].isdigit()))
                 and not (after.isdigit() or after in "-_" or (after.isalpha()
                                                               and after not in "xX"))
                 and not (after2.isdigit() and (after == "." or (after == "," and not fields)))):
@@ -93,14 +99,21 @@ def _plain_spans(text: str, spelling: str, fields: bool) -> list[tuple[int, int]
 
 
 def _plainly_holds(text: str, skus: list[tuple[int, int]], line: ExtractedLine) -> bool:
+    qty_text = str(line.quantity)
+    if qty_text not in text:
+        return False
     fields = text.count(",") >= CSV_FIELDS - 1 and '"' not in text
-    qty = _plain_spans(text, str(line.quantity), fields)
+    qty = _plain_spans(text, qty_text, fields)
     if not qty:
         return False
-    price = [span for spelling in _spellings_of_price(line.unit_price_paise)
-             for span in _plain_spans(text, spelling, fields)]
-    return any(not _overlaps(q, p) and not any(_overlaps(q, s) or _overlaps(p, s) for s in skus)
-               for q in qty for p in price)
+    for spelling in _spellings_of_price(line.unit_price_paise):
+        if spelling not in text:
+            continue
+        for p in _plain_spans(text, spelling, fields):
+            if any(not _overlaps(q, p) and not any(_overlaps(q, s) or _overlaps(p, s)
+                                                   for s in skus) for q in qty):
+                return True
+    return False
 
 
 def _holds(found: list[Reading], skus: list[tuple[int, int]], line: ExtractedLine) -> bool:
@@ -141,61 +154,94 @@ class Disagreement:
     evidence: str
 
 
+def _lines_with(document: str, token: str) -> list[tuple[int, int]]:
+    """(start, end) of every text line of the document on which `token` stands as a whole
+    token, in order, each once."""
+    found: list[tuple[int, int]] = []
+    at = document.find(token)
+    while at >= 0:
+        end = at + len(token)
+        before = document[at - 1] if at else " "
+        after = document[end] if end < len(document) else " "
+        if not (before.isalnum() or before in "-_/") and not (after.isalnum() or after in "-_/"):
+            start = document.rfind("\n", 0, at) + 1
+            stop = document.find("\n", end)
+            span = (start, len(document) if stop < 0 else stop)
+            if not found or found[-1] != span:
+                found.append(span)
+        at = document.find(token, at + 1)
+    return found
+
+
 def disagreement(found: ExtractedInvoice, document: str) -> Disagreement | None:
     """None when every figure of the answer is on the document; otherwise the first
     disagreement, with both readings."""
-    texts = document.split("\n")  # line i starts after the i-th newline
-    used: set[int] = set()
+    used: set[int] = set()  # document lines (by where they start) already backing a line
     for line in found.lines:
-        candidates = [i for i, text in enumerate(texts) if line.sku in text]
-        match = next((i for i in candidates if i not in used and _line_holds(texts[i], line)),
-                     None)
+        on_sku = _lines_with(document, line.sku)
+        match = next((start for start, stop in on_sku
+                      if start not in used and _line_holds(document[start:stop], line)), None)
         if match is not None:
             used.add(match)
             continue
-        on_sku = [i for i in candidates if _sku_spans(texts[i], line.sku)]
         if not on_sku:
             return Disagreement(
                 f"the model read {_reading_of(line)}; the document has no line with "
                 f"{line.sku}", "")
-        shown = "; ".join(f'"{_quote(texts[i])}"' for i in on_sku[:2])
+        shown = "; ".join(f'"{_quote(document[a:b])}"' for a, b in on_sku[:2])
         return Disagreement(
             f"the model read {_reading_of(line)}; the document's line for {line.sku} reads "
-            f"{shown}", "\n".join(texts[i] for i in on_sku[:5]))
+            f"{shown}", "\n".join(document[a:b] for a, b in on_sku[:5]))
     if found.po_number and not _contains_token(document, found.po_number):
         return Disagreement(
             f"the model read PO {found.po_number!r}; the document does not contain it", "")
     if not _contains_token(document, found.invoice_no):
         return Disagreement(
             f"the model read invoice {found.invoice_no!r}; the document does not contain it", "")
-    return _total_disagreement(found, document, texts, used)
+    return _total_disagreement(found, document, used)
 
 
-def _total_disagreement(found: ExtractedInvoice, document: str, texts: list[str],
-                        used: set[int]) -> Disagreement | None:
-    """When the document states a total (money on a line labelled total, remit, payable, ...;
-    not on a line item), the lines must add up to one of the amounts stated."""
-    stated: list[int] = []
-    where: list[str] = []
+def _total_lines(document: str, used: set[int]) -> list[str]:
+    """The text lines labelled as a total (total, sub-total, amount due, remit, payable,
+    taxable) that back no line item, in order."""
     low = document.lower()
-    labelled: set[int] = set()
+    starts: set[int] = set()
     for word in _TOTAL_WORDS:
         at = low.find(word)
         while at >= 0:
-            labelled.add(low.count("\n", 0, at))
+            starts.add(low.rfind("\n", 0, at) + 1)
             at = low.find(word, at + 1)
-    for i in sorted(labelled - used):
-        text = texts[i]
-        if not _TOTAL_LABEL.search(text):
-            continue
+    lines = []
+    for start in sorted(starts - used):
+        stop = document.find("\n", start)
+        text = document[start:len(document) if stop < 0 else stop]
+        if _TOTAL_LABEL.search(text):
+            lines.append(text)
+    return lines
+
+
+def _total_disagreement(found: ExtractedInvoice, document: str,
+                        used: set[int]) -> Disagreement | None:
+    """When the document states a total (money on a line labelled total, remit, payable, ...;
+    not on a line item), the lines must add up to one of the amounts stated. The sum's usual
+    spellings with paise are looked up first; only a document they do not settle is read number
+    by number."""
+    total_lines = _total_lines(document, used)
+    if not total_lines:
+        return None
+    lines_total = sum(ln.quantity * ln.unit_price_paise for ln in found.lines)
+    with_paise = [sp for sp in _spellings_of_price(lines_total) if "." in sp]
+    if any(sp in text and _plain_spans(text, sp, False)
+           for text in total_lines for sp in with_paise):
+        return None
+    stated: list[int] = []
+    where: list[str] = []
+    for text in total_lines:
         amounts = [r[2] for r in readings(text, money=True) if r[3]]
         if amounts:
             stated += amounts
             where.append(text)
-    if not stated:
-        return None
-    lines_total = sum(ln.quantity * ln.unit_price_paise for ln in found.lines)
-    if lines_total in stated:
+    if not stated or lines_total in stated:
         return None
     shown = ", ".join(rupees(p) for p in stated[:3])
     return Disagreement(
