@@ -60,9 +60,7 @@ async def _extract_offline(conn: asyncpg.Connection, reader: OfflineExtractor | 
                 if result is None:
                     leftover.append(row)
                 else:
-                    # read by our own parsers, each figure from the field or line it
-                    # matched: not checked against the document again (design.md §11)
-                    results.append(result.check_against_source(row["document"], model=False))
+                    results.append(result.check_against_source(row["document"]))
             await asyncio.sleep(0)
         async with conn.transaction():
             # A worker crash cannot lose a commit; only a Postgres crash can lose the last
