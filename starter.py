@@ -17,13 +17,9 @@ def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRe
     return RunRequest(
         business_date=business_date,
         warehouse=warehouse,
-        finance_head_email=settings.finance_head_email,
         extract_batch_size=settings.extract_batch_size,
         post_batch_size=settings.post_batch_size,
         heartbeat_seconds=settings.heartbeat_seconds,
-        max_parked_invoice_ratio=settings.gate_max_parked_ratio,
-        max_adjustment_total_paise=settings.gate_max_total_paise,
-        max_adjustment_share=settings.gate_max_adjustment_share,
         reminder_utc_time=settings.reminder_utc_time,
     )
 

@@ -60,7 +60,7 @@ async def run_worker(
     pool = await connect_pool(settings.database_url, max_size=20,
                               idle_transaction_seconds=max(2.0, settings.heartbeat_seconds))
     await migrate(pool)
-    runtime = metrics.runtime_for(settings.metrics_port)
+    runtime = metrics.runtime_for(settings.metrics_port, settings.metrics_host)
     client = await connect(settings, runtime)
     resources = Resources(pool, make_extractor(settings), settings, client)
     tune_collector()

@@ -11,7 +11,10 @@ For each invoice, up to `RECON_MODEL_TRIES` tries:
   5. an invoice that fails every try is parked with its errors as evidence, unless more than
      `RECON_MODEL_MAX_FAILED_SHARE` of the invoices failed: then the provider is down, nothing of
      those is parked, and the step hands over with the exact errors.
-An error that is not temporary (wrong key, unknown model) stops the step at once; the requests
+A request the provider refuses for what it holds (400 context length or content filter, 413,
+422) is not asked again: the invoice is parked with the provider's words, under the same share
+rule as 5. A document larger than `RECON_MODEL_MAX_DOCUMENT_BYTES` is parked without a request.
+Any other error that is not temporary (wrong key, unknown model) stops the step at once; the requests
 then in flight are recorded `cancelled`. A worker that dies leaves `sent` rows; the next attempt
 marks them `lost` before it asks those invoices again.
 """
@@ -63,6 +66,17 @@ def _wait_before_try(settings: Settings, tries_done: int, failure: Failure) -> f
 async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
                gate: asyncio.Semaphore, settings: Settings, tally: _Tally,
                still_ours: Callable[[], Awaitable[None]]) -> None:
+    size = len(row["document"].encode())
+    if size > settings.model_max_document_bytes:
+        # Never sent (nothing to pay): a document this size is not what an invoice looks like,
+        # and the provider would refuse it or bill it whole.
+        await book.park(row["invoice_no"],
+                        f"document too large to send to the model: {size:,} bytes, above "
+                        f"RECON_MODEL_MAX_DOCUMENT_BYTES ({settings.model_max_document_bytes:,})",
+                        row["document"][:200])
+        tally.parked += 1
+        tally.progress()
+        return
     prepared = extractor.prepare(row["invoice_no"], row["document"])
     pace = pace_for(settings.model_rpm, settings.model_tpm)
     errors: list[Failure] = []
@@ -81,6 +95,10 @@ async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
             except Exception as exc:
                 failure = describe(exc)
                 await book.failed(call_id, failure.status, failure.text())
+                if failure.kind == "rejected":  # about this document: never asked again
+                    tally.failed.append((row, [failure]))
+                    tally.progress()
+                    return
                 if failure.kind != "temporary":
                     raise
                 errors.append(failure)
@@ -170,7 +188,9 @@ async def _settle_failures(pool: asyncpg.Pool, book: CallBook, settings: Setting
             type="ModelUnavailable", non_retryable=True,
         )
     for row, errors in tally.failed:
-        await book.park(row["invoice_no"],
-                        f"{MODEL_FAILED} {len(errors)} times: {errors[-1].text()}",
-                        _evidence(errors))
+        if errors[-1].kind == "rejected":
+            reason = f"{MODEL_FAILED}: the provider refused this document: {errors[-1].text()}"
+        else:
+            reason = f"{MODEL_FAILED} {len(errors)} times: {errors[-1].text()}"
+        await book.park(row["invoice_no"], reason, _evidence(errors))
         tally.parked += 1

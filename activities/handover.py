@@ -15,6 +15,7 @@ from temporalio import activity
 from activities.resources import Room
 from activities.step import business_step
 from recon.domain.errors import VerificationFailed
+from recon.domain.gate_policy import GatePolicy, reasons_to_hold
 from recon.domain.keys import handover_key, reminder_key
 from recon.domain.models import (
     GateInput,
@@ -83,7 +84,7 @@ class HandoverActivities(Room):
                 )
             await enqueue(conn, Message(
                 key=handover_key(req.workflow_id, req.handover_no), workflow_id=req.workflow_id,
-                kind="handover", recipient=req.finance_head_email,
+                kind="handover", recipient=self.settings.finance_head_email,
                 subject=f"Decision needed: {req.workflow_id} stopped at {req.step}", body=stored,
             ))
         return HandoverNote(
@@ -125,7 +126,8 @@ class HandoverActivities(Room):
         async with pool.acquire() as conn:
             await enqueue(conn, Message(
                 key=reminder_key(req.workflow_id, req.handover_no, req.reminder_no),
-                workflow_id=req.workflow_id, kind="reminder", recipient=req.finance_head_email,
+                workflow_id=req.workflow_id, kind="reminder",
+                recipient=self.settings.finance_head_email,
                 subject=f"Reminder {req.reminder_no}: {req.workflow_id} still waits for a decision",
                 body=note or "",
             ))
@@ -144,25 +146,11 @@ class HandoverActivities(Room):
             return None
 
         # The three reads are independent scans of the night: side by side on the pool.
-        ledger, stock, row = await asyncio.gather(
+        ledger, stock, figures = await asyncio.gather(
             failed(verify_adjustments), failed(verify_movements),
             gate_store.gate_figures(pool, gate.workflow_id))
         reasons = [reason for reason in (ledger, stock) if reason]
         unverified = bool(reasons)
-        if row["invoices"] and row["parked"] / row["invoices"] > gate.max_parked_invoice_ratio:
-            reasons.append(
-                f"{row['parked']} of {row['invoices']} invoices parked, above the "
-                f"{gate.max_parked_invoice_ratio:.0%} threshold"
-            )
-        if row["invoiced"] and row["total"] / row["invoiced"] > gate.max_adjustment_share:
-            reasons.append(
-                f"adjustments total {rupees(int(row['total']))}, "
-                f"{row['total'] / row['invoiced']:.1%} of the {rupees(int(row['invoiced']))} invoiced, "
-                f"above the {gate.max_adjustment_share:.0%} threshold"
-            )
-        if gate.max_adjustment_total_paise and row["total"] > gate.max_adjustment_total_paise:
-            reasons.append(
-                f"adjustments total {rupees(int(row['total']))}, above the "
-                f"{rupees(gate.max_adjustment_total_paise)} threshold"
-            )
+        # The worker's policy, whatever the run's input carries (older runs carry limits there).
+        reasons += reasons_to_hold(figures, GatePolicy.of(self.settings))
         return GateVerdict(reasons=reasons, unverified=unverified)

@@ -66,7 +66,7 @@ class MessageActivities(Room):
         async with pool.acquire() as conn:
             await enqueue(conn, Message(
                 key=key, workflow_id=job.workflow_id, kind="summary",
-                recipient=job.finance_head_email, subject=document.subject, body=document.text,
+                recipient=self.settings.finance_head_email, subject=document.subject, body=document.text,
                 body_html=document.html, amount_paise=facts.adjustment_total_paise,
             ), fence)
         return facts.model_copy(update={"summary_key": key, "status": RunStatus.COMPLETED.value})

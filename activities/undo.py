@@ -72,7 +72,7 @@ class UndoActivities(Room):
                 key = withdrawal_key(note["key"], scope.references)
                 document = render_withdrawal(
                     withdrawal_key=key, note_key=note["key"], supplier_name=note["supplier_name"],
-                    note_total_paise=note["amount_paise"], withdrawn_paise=amount, reason=req.reason,
+                    note_total_paise=note["amount_paise"], withdrawn_paise=amount,
                     note_was_sent=note["sent_at"] is not None,
                 )
                 await enqueue(conn, Message(

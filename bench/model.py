@@ -38,6 +38,7 @@ import structlog
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from recon.documents.seed import seed_night  # noqa: E402
+from recon.runtime.config import MAX_PAISE  # noqa: E402
 from recon.runtime.devstack import embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
@@ -85,7 +86,8 @@ async def night(stack, client, pool, fake: LoopbackModel, day: str, invoices: in
     settings = replace(
         stack.settings(), task_queue=f"bench-model-{uuid.uuid4().hex[:8]}", warehouse=WAREHOUSE,
         openai_api_key=API_KEY, openai_base_url=fake.base_url, model=MODEL, failpoints="",
-        gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0, **changes,
+        gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0, gate_max_total_paise=MAX_PAISE,
+        gate_max_supplier_paise=MAX_PAISE, **changes,
     )
     first = len(fake.snapshot())
     ready, stop = asyncio.Event(), asyncio.Event()

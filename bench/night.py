@@ -66,6 +66,7 @@ from recon.documents.seed import seed_night  # noqa: E402
 from recon.domain.keys import workflow_id_for  # noqa: E402
 from recon.domain.money import rupees  # noqa: E402
 from recon.domain.steps import STEPS  # noqa: E402
+from recon.runtime.config import MAX_PAISE  # noqa: E402
 from recon.runtime.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.keyring import keyring_env  # noqa: E402
@@ -257,7 +258,8 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
         task_queue=f"bench-night-{uuid.uuid4().hex[:8]}",
         warehouse=WAREHOUSE,
         openai_api_key=None, openai_base_url=None, failpoints="",  # the offline extractor
-        gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0,  # never hand over at the gate
+        gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0, gate_max_total_paise=MAX_PAISE,
+        gate_max_supplier_paise=MAX_PAISE,  # never hand over at the gate
     )
     async with serving(stack, settings, workers) as python_cpu:
         sampler = CpuSampler(python=python_cpu,

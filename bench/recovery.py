@@ -43,6 +43,7 @@ from temporalio.api.enums.v1 import EventType  # noqa: E402
 from temporalio.client import WorkflowHandle  # noqa: E402
 
 from recon.documents.seed import seed_night  # noqa: E402
+from recon.runtime.config import MAX_PAISE  # noqa: E402
 from recon.runtime.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
@@ -76,7 +77,11 @@ class Kill:
 def spawn_worker(stack: RunningStack, queue: str, log: Path, **env: str) -> subprocess.Popen:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "OPENAI_"))}
     full.update(TEMPORAL_ADDRESS=stack.temporal.address, DATABASE_URL=stack.postgres.url,
-                RECON_TASK_QUEUE=queue, RECON_POST_BATCH=str(BATCH), PYTHONUNBUFFERED="1", **env)
+                RECON_TASK_QUEUE=queue, RECON_POST_BATCH=str(BATCH), PYTHONUNBUFFERED="1",
+                # the gate is the worker's policy: never hand over at it here
+                RECON_GATE_MAX_PARKED_RATIO="1", RECON_GATE_MAX_ADJUSTMENT_SHARE="1",
+                RECON_GATE_MAX_TOTAL_PAISE=str(MAX_PAISE),
+                RECON_GATE_MAX_SUPPLIER_PAISE=str(MAX_PAISE), **env)
     return subprocess.Popen([sys.executable, "-m", "recon.cli", "worker"], cwd=ROOT, env=full,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL)

@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from recon.documents.seed import seed_night  # noqa: E402
+from recon.runtime.config import MAX_PAISE  # noqa: E402
 from recon.runtime.devstack import embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
@@ -55,6 +56,7 @@ async def main(args: argparse.Namespace) -> None:
                 stack.settings(), task_queue=f"same-{uuid.uuid4().hex[:8]}", warehouse=WAREHOUSE,
                 openai_api_key=None, openai_base_url=None, failpoints="",
                 gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0,
+                gate_max_total_paise=MAX_PAISE, gate_max_supplier_paise=MAX_PAISE,
             )
             ready, stop = asyncio.Event(), asyncio.Event()
             worker = asyncio.create_task(run_worker(settings, ready=ready, stop=stop))

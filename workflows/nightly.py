@@ -147,7 +147,7 @@ class NightlyReconciliation:
                          supplier_id=req.redo_supplier)
         outbox = OutboxInput(
             workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse,
-            finance_head_email=req.finance_head_email, supplier_id=req.redo_supplier,
+            supplier_id=req.redo_supplier,
         )
         p = self._progress
         while True:
@@ -239,13 +239,9 @@ class NightlyReconciliation:
         name = steps.GATE.name
         while True:
             display.enter_step(self._progress, name, gate=True)
+            # The limits are the worker's (recon.domain.gate_policy), not the run's input.
             verdict = await self._act(HandoverActivities.check_evidence, GateInput(
-                workflow_id=wf,
-                max_parked_invoice_ratio=self._req.max_parked_invoice_ratio,
-                max_adjustment_total_paise=self._req.max_adjustment_total_paise,
-                max_adjustment_share=self._req.max_adjustment_share,
-                supplier_id=self._req.redo_supplier,
-            ))
+                workflow_id=wf, supplier_id=self._req.redo_supplier))
             if not verdict.reasons:
                 return True
             decision = await self._hand_over(
@@ -272,7 +268,6 @@ class NightlyReconciliation:
             workflow_id=workflow.info().workflow_id, posted_for=self._wf, handover_no=number,
             step=step, error_type=error_type or "Unknown", error_message=message[:4000],
             attempts=handing_over.attempts_of(err), next_action=next_action,
-            finance_head_email=self._req.finance_head_email,
         ))
         self._decision = None
         self._desk.new_handover()
@@ -291,7 +286,7 @@ class NightlyReconciliation:
                 reminder += 1
                 await self._act(HandoverActivities.send_reminder, ReminderRequest(
                     workflow_id=workflow.info().workflow_id, handover_no=number,
-                    reminder_no=reminder, finance_head_email=self._req.finance_head_email,
+                    reminder_no=reminder,
                 ))
         decision = self._decision
         assert decision is not None

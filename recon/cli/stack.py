@@ -18,6 +18,7 @@ from recon.cli.common import (
     user_errors,
 )
 from recon.domain.errors import Refused
+from recon.domain.redaction import mask_text
 from recon.runtime.config import load_settings, state_dir
 
 
@@ -40,7 +41,7 @@ def dev(
 
     def announce(stack) -> None:
         console.print(f"Temporal  {stack.temporal.address}   Web UI {stack.ui_url}")
-        console.print(f"Postgres  {stack.postgres.url}")
+        console.print(f"Postgres  {mask_text(stack.postgres.url)}")
         if stack.mail is not None:
             console.print(f"Mail      {stack.mail.url}   every message kept in "
                           f"{stack.mail.handler.maildir}/new (Maildir)")

@@ -13,16 +13,16 @@ class RunRequest(BaseModel):
 
     business_date: str
     warehouse: str
-    finance_head_email: str = "finance.head@distributor.example"
-    extract_batch_size: int = 50
-    post_batch_size: int = 5000
-    heartbeat_seconds: float = 2.0
-    # The gate before debit notes (the irreversible step) hands over when any of these is crossed.
-    max_parked_invoice_ratio: float = 0.10
-    max_adjustment_share: float = 0.05  # adjustments above 5% of the night's invoiced value
-    max_adjustment_total_paise: int = 0  # an absolute cap in paise; 0 means none
+    # The gate's limits and the finance head's address are the worker's configuration, not the
+    # run's (whoever starts a run must not widen its gate or redirect its mail): runs started
+    # before carry `finance_head_email` and `max_*` fields here, which are now ignored.
+    # Bounded and finite: a raw `temporal workflow start` with `nan` or `inf` is refused when the
+    # input is decoded, with the field's name, never run with it.
+    extract_batch_size: int = Field(default=50, ge=1, le=100_000)
+    post_batch_size: int = Field(default=5000, ge=1, le=1_000_000)
+    heartbeat_seconds: float = Field(default=2.0, gt=0, le=3600, allow_inf_nan=False)
     # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
-    reminder_utc_time: str = "03:30:00"
+    reminder_utc_time: str = Field(default="03:30:00", pattern=r"^\d{2}:\d{2}:\d{2}$")
     # A redo (`recon redo`) runs this same workflow under its own id for a night that was undone:
     # steps 1-6 are already in Postgres under `redo_of`, so it posts, books and notifies again,
     # under the night's keys in the current generation, for one supplier or the whole night.
@@ -57,15 +57,13 @@ class OutboxInput(BaseModel):
     workflow_id: str
     business_date: str
     warehouse: str
-    finance_head_email: str
     supplier_id: str | None = None  # a redo of one supplier; None: the whole night
 
 
 class GateInput(BaseModel):
+    """Which night the gate weighs; the limits are the worker's (recon.domain.gate_policy)."""
+
     workflow_id: str
-    max_parked_invoice_ratio: float
-    max_adjustment_total_paise: int
-    max_adjustment_share: float = 0.05
     supplier_id: str | None = None  # a redo of one supplier checks that supplier's writes
 
 
@@ -127,7 +125,6 @@ class HandoverRequest(BaseModel):
     error_message: str
     attempts: int
     next_action: str
-    finance_head_email: str
 
 
 class HandoverNote(BaseModel):
@@ -189,7 +186,6 @@ class ReminderRequest(BaseModel):
     workflow_id: str
     handover_no: int
     reminder_no: int
-    finance_head_email: str
 
 
 class GateVerdict(BaseModel):

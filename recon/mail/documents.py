@@ -57,11 +57,29 @@ class DebitNote:
     lines: list[NoteLine] = field(default_factory=list)
 
 
+PLAIN_TEXT_SUFFIX = ".txt.j2"
+
+# What a supplier reads as the reason of a withdrawal: never the undo's internal `--reason`
+# (a person's note to colleagues: "supplier is a crook", a ticket number), which stays on record
+# in the undo's history and `recon status`.
+SUPPLIER_REASON_WHOLE = ("we reviewed this claim against our goods receipts and purchase "
+                         "orders and withdraw it")
+SUPPLIER_REASON_PART = ("we reviewed some lines of this claim against our goods receipts and "
+                        "purchase orders and withdraw them")
+
+
+def escapes(template_name: str | None) -> bool:
+    return not (template_name or "").endswith(PLAIN_TEXT_SUFFIX)
+
+
 @lru_cache(maxsize=1)
 def templates() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=jinja2.select_autoescape(["html"]),
+        # Every template is HTML-escaped unless it is declared plain text by its name: supplier
+        # text (a PO reference, a reason) must never become markup in a reader's mail client.
+        # (`select_autoescape(["html"])` matches only names ending in ".html", not "x.html.j2".)
+        autoescape=escapes,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -135,14 +153,17 @@ def render_debit_note(note: DebitNote, sender_name: str = "Accounts Payable") ->
 
 
 def render_withdrawal(*, withdrawal_key: str, note_key: str, supplier_name: str,
-                      note_total_paise: int, withdrawn_paise: int, reason: str,
+                      note_total_paise: int, withdrawn_paise: int,
                       note_was_sent: bool, sender_name: str = "Accounts Payable") -> Document:
+    """The supplier reads a supplier-facing reason (SUPPLIER_REASON_*), never the undo's note."""
     number = withdrawal_number(withdrawal_key, note_key)
     claim = claim_number(note_key)
     text = templates().get_template("withdrawal.txt.j2").render(
         number=number, claim=claim, supplier_name=supplier_name,
         note_total_paise=note_total_paise, withdrawn_paise=withdrawn_paise,
-        whole=withdrawn_paise == note_total_paise, reason=reason, note_was_sent=note_was_sent,
+        whole=withdrawn_paise == note_total_paise, note_was_sent=note_was_sent,
+        reason=SUPPLIER_REASON_WHOLE if withdrawn_paise == note_total_paise
+        else SUPPLIER_REASON_PART,
         sender_name=sender_name,
     )
     subject = f"Withdrawal {number} of debit note {claim}: {rupees(withdrawn_paise)}"

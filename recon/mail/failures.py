@@ -33,7 +33,17 @@ class Failure:
     reply: str
 
 
+class Unbuildable(Exception):
+    """The outbox row cannot be made into a message (a header with a line break, say): permanent
+    for that row, as a 5xx is."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"the message cannot be built: {type(cause).__name__}: {cause}")
+
+
 def classify(exc: BaseException) -> Failure:
+    if isinstance(exc, Unbuildable):
+        return Failure(True, repr(str(exc))[1:-1][:500])  # one line: control characters escaped
     if isinstance(exc, aiosmtplib.SMTPRecipientsRefused) and exc.recipients:
         first = exc.recipients[0]
         return Failure(500 <= first.code < 600, f"{first.code} {first.message} ({first.recipient})")

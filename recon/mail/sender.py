@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.errors
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import asyncpg
 import structlog
 
 from recon.mail.envelope import build_email, mail_domain, message_id
-from recon.mail.failures import SUPPLIER_FACING, classify, open_delivery_handover
+from recon.mail.failures import SUPPLIER_FACING, Unbuildable, classify, open_delivery_handover
 from recon.mail.smtp_url import SmtpTarget
 from recon.mail.summary import summary_document
 from recon.runtime import failpoints
@@ -205,10 +206,15 @@ class Sender:
                 if row["kind"] == "summary":
                     async with conn.transaction():  # a savepoint: a failed render keeps the claim
                         rendered = await summary_document(conn, row["workflow_id"])
-                msg = build_email(row, self.config.mail_from,
-                                  subject=rendered.subject if rendered else None,
-                                  text=rendered.text if rendered else None,
-                                  html=rendered.html if rendered else None)
+                try:
+                    msg = build_email(row, self.config.mail_from,
+                                      subject=rendered.subject if rendered else None,
+                                      text=rendered.text if rendered else None,
+                                      html=rendered.html if rendered else None)
+                except (ValueError, TypeError, email.errors.MessageError) as exc:
+                    # A CR/LF in a supplier's name or address: the same row can never be built,
+                    # so it is parked (with a delivery handover), never retried for ever.
+                    raise Unbuildable(exc) from exc
                 await lane.send(msg, row["recipient"])
             except Exception as exc:  # SMTP replies, no server, or a message we cannot build
                 await lane.close()

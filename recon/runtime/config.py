@@ -6,6 +6,7 @@ embedded servers without the user exporting anything. Production sets the same v
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,9 +72,12 @@ DEFAULTS: dict[str, str | int | float | None] = {
     "RECON_MODEL_TRIES": 3,
     "RECON_MODEL_RETRY_WAIT": 1.0,
     "RECON_MODEL_MAX_FAILED_SHARE": 0.10,
+    "RECON_MODEL_MAX_DOCUMENT_BYTES": 100_000,
+    # The gate before debit notes: the worker's policy, never the run's input (docs/design.md §11).
     "RECON_GATE_MAX_PARKED_RATIO": 0.10,
     "RECON_GATE_MAX_ADJUSTMENT_SHARE": 0.05,
-    "RECON_GATE_MAX_TOTAL_PAISE": 0,
+    "RECON_GATE_MAX_TOTAL_PAISE": 1_00_00_000_00,  # ₹1,00,00,000 (one crore) a night
+    "RECON_GATE_MAX_SUPPLIER_PAISE": 25_00_000_00,  # ₹25,00,000 (25 lakh) for one supplier
     "RECON_FINANCE_HEAD": "finance.head@distributor.example",
     "RECON_REMINDER_UTC": "03:30:00",
     "SMTP_URL": None,
@@ -83,6 +87,7 @@ DEFAULTS: dict[str, str | int | float | None] = {
     "RECON_SENDER_LANES": 4,
     "RECON_LOG_FORMAT": None,  # console in a terminal, JSON otherwise (recon/runtime/logs.py)
     "RECON_LOG_LEVEL": "INFO",
+    "RECON_METRICS_HOST": "127.0.0.1",
     "RECON_METRICS_PORT": 0,
     "RECON_METRICS_REFRESH": 10.0,
     "RECON_FAILPOINTS": "",
@@ -116,9 +121,11 @@ class Settings:
     openai_base_url: str | None
     model: str
     failpoints: str
+    # The gate before debit notes, weighed on the sum of absolute adjustments (docs/design.md §11)
     gate_max_parked_ratio: float
     gate_max_total_paise: int
     gate_max_adjustment_share: float
+    gate_max_supplier_paise: int
     heartbeat_seconds: float
     reminder_utc_time: str
     outage_window_seconds: float
@@ -137,6 +144,8 @@ class Settings:
     model_tries: int
     model_retry_wait: float
     model_max_failed_share: float
+    model_max_document_bytes: int  # a document above this is parked, never sent to the model
+    metrics_host: str  # RECON_METRICS_HOST: the address the endpoint binds (loopback by default)
     metrics_port: int  # RECON_METRICS_PORT: Prometheus endpoint of the worker; 0 = none
     metrics_refresh_seconds: float  # RECON_METRICS_REFRESH: gauges read from Postgres
     # Payload encryption (recon/runtime/codec.py): None means payloads travel as JSON, as before.
@@ -169,7 +178,10 @@ def _str(values: dict[str, str], key: str) -> str:
     return text
 
 
-def _int(values: dict[str, str], key: str, minimum: int = 1) -> int:
+MAX_PAISE = 10**15  # ₹10 lakh crore: no limit in paise above this is meant (and sums stay exact)
+
+
+def _int(values: dict[str, str], key: str, minimum: int = 1, maximum: int | None = None) -> int:
     default = default_of(key)
     assert isinstance(default, int)
     raw = values.get(key)
@@ -181,10 +193,13 @@ def _int(values: dict[str, str], key: str, minimum: int = 1) -> int:
         raise ValueError(f"{key} must be a whole number, got {raw!r}") from None
     if number < minimum:
         raise ValueError(f"{key} must be at least {minimum}, got {number}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{key} must be at most {maximum}, got {number}")
     return number
 
 
-def _number(values: dict[str, str], key: str, *, zero_allowed: bool) -> float:
+def _number(values: dict[str, str], key: str, *, zero_allowed: bool,
+            maximum: float | None = None) -> float:
     default = default_of(key)
     assert isinstance(default, float)
     raw = values.get(key)
@@ -194,9 +209,18 @@ def _number(values: dict[str, str], key: str, *, zero_allowed: bool) -> float:
         number = float(raw)
     except ValueError:
         raise ValueError(f"{key} must be a number, got {raw!r}") from None
+    if not math.isfinite(number):  # nan passes every comparison, inf every upper bound
+        raise ValueError(f"{key} must be a finite number, got {raw!r}")
     if number < 0 or (number == 0 and not zero_allowed):
         raise ValueError(f"{key} must be {'at least' if zero_allowed else 'above'} 0, got {number}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{key} must be at most {maximum:g}, got {number:g}")
     return number
+
+
+def _share(values: dict[str, str], key: str) -> float:
+    """A share of something: above 0, at most 1."""
+    return _number(values, key, zero_allowed=False, maximum=1.0)
 
 
 def _float(values: dict[str, str], key: str) -> float:
@@ -240,17 +264,20 @@ def load_settings() -> Settings:
         task_queue=_str(values, "RECON_TASK_QUEUE"),
         warehouse=_str(values, "RECON_WAREHOUSE"),
         finance_head_email=_str(values, "RECON_FINANCE_HEAD"),
-        post_batch_size=_int(values, "RECON_POST_BATCH"),
-        extract_batch_size=_int(values, "RECON_EXTRACT_BATCH"),
+        post_batch_size=_int(values, "RECON_POST_BATCH", maximum=1_000_000),
+        extract_batch_size=_int(values, "RECON_EXTRACT_BATCH", maximum=100_000),
         extract_concurrency=_int(values, "RECON_EXTRACT_CONCURRENCY"),
         openai_api_key=_text(values, "OPENAI_API_KEY"),
         openai_base_url=_text(values, "OPENAI_BASE_URL"),
         model=_str(values, "RECON_MODEL"),
         failpoints=_str(values, "RECON_FAILPOINTS"),
-        gate_max_parked_ratio=_float(values, "RECON_GATE_MAX_PARKED_RATIO"),
-        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", minimum=0),
-        gate_max_adjustment_share=_float(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE"),
-        heartbeat_seconds=_float(values, "RECON_HEARTBEAT_SECONDS"),
+        gate_max_parked_ratio=_share(values, "RECON_GATE_MAX_PARKED_RATIO"),
+        gate_max_total_paise=_int(values, "RECON_GATE_MAX_TOTAL_PAISE", maximum=MAX_PAISE),
+        gate_max_adjustment_share=_share(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE"),
+        gate_max_supplier_paise=_int(values, "RECON_GATE_MAX_SUPPLIER_PAISE",
+                                     maximum=MAX_PAISE),
+        heartbeat_seconds=_number(values, "RECON_HEARTBEAT_SECONDS", zero_allowed=False,
+                                  maximum=3600.0),
         reminder_utc_time=_clock(values, "RECON_REMINDER_UTC"),
         outage_window_seconds=_float(values, "RECON_OUTAGE_WINDOW"),
         smtp_url=_text(values, "SMTP_URL"),
@@ -265,8 +292,12 @@ def load_settings() -> Settings:
         model_price_out=_amount(values, "RECON_MODEL_PRICE_OUT"),
         model_tries=_int(values, "RECON_MODEL_TRIES"),
         model_retry_wait=_amount(values, "RECON_MODEL_RETRY_WAIT"),
-        model_max_failed_share=_amount(values, "RECON_MODEL_MAX_FAILED_SHARE"),
-        metrics_port=_int(values, "RECON_METRICS_PORT", minimum=0),
+        model_max_failed_share=_number(values, "RECON_MODEL_MAX_FAILED_SHARE", zero_allowed=True,
+                                       maximum=1.0),
+        model_max_document_bytes=_int(values, "RECON_MODEL_MAX_DOCUMENT_BYTES",
+                                      maximum=50_000_000),
+        metrics_host=_str(values, "RECON_METRICS_HOST"),
+        metrics_port=_int(values, "RECON_METRICS_PORT", minimum=0, maximum=65535),
         metrics_refresh_seconds=_float(values, "RECON_METRICS_REFRESH"),
         payload_keyring=keyring_from(_text(values, "RECON_PAYLOAD_KEYS"),
                                      _text(values, "RECON_PAYLOAD_KEYS_FILE")),

@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 from typing import Any
 
 import structlog
 
+from recon.domain.redaction import mask_value
 from recon.runtime.config import DEFAULTS
 
 _configured = False
-_SECRET_NAME = re.compile(r"(api_?key|password|passwd|secret|authorization|credential)", re.I)
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 _FROM_SDK = (("temporal_activity", "activity_type"), ("temporal_workflow", "workflow_type"))
 
 
@@ -53,11 +51,10 @@ def _temporal_context(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mask_secrets(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    """recon.domain.redaction: secret-named fields whole, URL passwords and `password=`-style
+    parameters inside any text (the message itself included)."""
     for key, value in list(event.items()):
-        if _SECRET_NAME.search(key) and value:
-            event[key] = "***"
-        elif isinstance(value, str) and "://" in value:
-            event[key] = _URL_PASSWORD.sub(r"\1***@", value)
+        event[key] = mask_value(key, value)
     return event
 
 

@@ -1,7 +1,8 @@
 """Metrics: the SDK's own (task latencies, polls, slots, ...) and ours, on one Prometheus endpoint.
 
 `RECON_METRICS_PORT` set: the worker builds a Temporal Runtime whose telemetry serves
-`http://0.0.0.0:PORT/metrics`, and every meter (the worker's, `activity.metric_meter()`,
+`http://RECON_METRICS_HOST:PORT/metrics` (loopback, 127.0.0.1, unless the host says
+otherwise), and every meter (the worker's, `activity.metric_meter()`,
 `workflow.metric_meter()`) reports there. Unset: no endpoint, the SDK default runtime.
 
 Our names (all documented in README "Metrics"):
@@ -36,14 +37,20 @@ from recon.store.gauges import read_gauges
 _runtime: Runtime | None = None
 
 
-def runtime_for(port: int) -> Runtime | None:
+def bind_address(host: str, port: int) -> str:
+    """`host:port`, with an IPv6 host in brackets."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+def runtime_for(port: int, host: str = "127.0.0.1") -> Runtime | None:
     """One Runtime per process (the SDK allows many but each has its own threads)."""
     global _runtime
     if port <= 0:
         return None
     if _runtime is None:
         _runtime = Runtime(telemetry=TelemetryConfig(
-            metrics=PrometheusConfig(bind_address=f"0.0.0.0:{port}", counters_total_suffix=True)
+            metrics=PrometheusConfig(bind_address=bind_address(host, port),
+                                     counters_total_suffix=True)
         ))
     return _runtime
 

@@ -8,6 +8,7 @@ from importlib import resources
 import asyncpg
 
 from recon.domain.errors import DatabaseUnavailable
+from recon.domain.redaction import mask_text
 
 MIGRATION_LOCK = 0x7265636F6E  # "recon": one migrator at a time, across processes
 
@@ -35,13 +36,9 @@ async def connect_pool(
 
 
 def redact(url: str) -> str:
-    """Hide a password in a URL before it reaches a log or an error line."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}@{host}"
+    """Hide a password in a URL (`u:pw@`, `?password=`, `sslpassword=`) before it reaches a log
+    or an error line."""
+    return mask_text(url)
 
 
 def _migrations() -> list[tuple[str, str]]:

@@ -1,20 +1,50 @@
-"""The figures the gate before debit notes weighs (docs/design.md §3): parked share and the
-adjustments against the night's invoiced value. Ledger and stock are verified by their own
-stores (ledger.verify_adjustments, stock.verify_movements)."""
+"""The figures the gate before debit notes weighs (docs/design.md §11): parked share and the size
+of the adjustments against the night's invoiced value, night-wide and for the largest supplier.
+Ledger and stock are verified by their own stores (ledger.verify_adjustments,
+stock.verify_movements).
+
+Size is the sum of ABSOLUTE adjustments: +₹50,000 and −₹50,000 on one invoice move ₹1,00,000,
+not nothing. Every sum is numeric in Postgres (a sum of bigint is) and an int here, so no night
+can overflow them."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import asyncpg
 
 
-async def gate_figures(pool: asyncpg.Pool, workflow_id: str) -> asyncpg.Record:
-    """invoices, parked (whole invoices), total (open adjustments, paise), invoiced (paise)."""
-    row = await pool.fetchrow(
-        "SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,"
-        " (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL) AS parked,"
-        " (SELECT coalesce(sum(amount_paise), 0) FROM open_mismatches WHERE workflow_id = $1) AS total,"
-        " (SELECT coalesce(sum(qty::bigint * unit_price_paise), 0) FROM invoice_lines"
-        "   WHERE workflow_id = $1) AS invoiced",
-        workflow_id,
+@dataclass(frozen=True)
+class GateFigures:
+    invoices: int
+    parked: int  # whole invoices
+    moved: int  # sum of |open adjustments|, paise
+    net: int  # their signed sum, paise (shown, not weighed)
+    invoiced: int  # paise
+    largest_supplier: str | None  # the supplier with the largest sum of |adjustments|
+    largest_supplier_moved: int
+
+
+_FIGURES = """
+SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
+       (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL) AS parked,
+       (SELECT coalesce(sum(abs(amount_paise)), 0) FROM open_mismatches
+         WHERE workflow_id = $1) AS moved,
+       (SELECT coalesce(sum(amount_paise), 0) FROM open_mismatches WHERE workflow_id = $1) AS net,
+       (SELECT coalesce(sum(qty::numeric * unit_price_paise), 0) FROM invoice_lines
+         WHERE workflow_id = $1) AS invoiced,
+       top.supplier_id AS largest_supplier, coalesce(top.moved, 0) AS largest_supplier_moved
+FROM (SELECT 1) one
+LEFT JOIN (SELECT supplier_id, sum(abs(amount_paise)) AS moved FROM open_mismatches
+           WHERE workflow_id = $1 GROUP BY supplier_id ORDER BY 2 DESC, 1 LIMIT 1) top ON true
+"""
+
+
+async def gate_figures(pool: asyncpg.Pool, workflow_id: str) -> GateFigures:
+    row = await pool.fetchrow(_FIGURES, workflow_id)
+    return GateFigures(
+        invoices=int(row["invoices"]), parked=int(row["parked"]), moved=int(row["moved"]),
+        net=int(row["net"]), invoiced=int(row["invoiced"]),
+        largest_supplier=row["largest_supplier"],
+        largest_supplier_moved=int(row["largest_supplier_moved"]),
     )
-    return row

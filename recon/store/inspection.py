@@ -13,7 +13,7 @@ SELECT
   (SELECT count(DISTINCT reference) FROM ledger_entries WHERE workflow_id = $1) AS distinct_keys,
   (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND reverses IS NOT NULL)
       AS reversals,
-  (SELECT coalesce(sum(amount_paise), 0)::bigint FROM ledger_entries WHERE workflow_id = $1)
+  (SELECT coalesce(sum(amount_paise), 0) FROM ledger_entries WHERE workflow_id = $1)
       AS ledger_net_paise,
   (SELECT count(*) FROM invoice_reads WHERE workflow_id = $1) AS invoice_reads,
   (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
@@ -31,7 +31,8 @@ SELECT
 
 async def inspection_counts(pool: asyncpg.Pool, workflow_id: str) -> dict:
     """Every row a run wrote, per table (`recon inspect`): reversed rows count too."""
-    return dict(await pool.fetchrow(_INSPECTION_COUNTS, workflow_id))
+    # sums are numeric in Postgres (never a bigint overflow): ints here, however large
+    return {k: int(v) for k, v in (await pool.fetchrow(_INSPECTION_COUNTS, workflow_id)).items()}
 
 
 # Live = not reversed: an entry, movement or note counts only while nothing points back at it.
@@ -45,7 +46,7 @@ SELECT
       AS ledger_live,
   (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND reverses IS NOT NULL)
       AS ledger_reversals,
-  (SELECT coalesce(sum(amount_paise), 0)::bigint FROM ledger_entries WHERE workflow_id = $1)
+  (SELECT coalesce(sum(amount_paise), 0) FROM ledger_entries WHERE workflow_id = $1)
       AS ledger_net_paise,
   (SELECT count(*) FROM stock_movements m WHERE m.workflow_id = $1 AND m.reverses IS NULL
       AND NOT EXISTS (SELECT 1 FROM stock_movements r WHERE r.reverses = m.key))

@@ -174,7 +174,7 @@ async def live_adjustment_total(
 ) -> int:
     """What the run's live entries add up to, in paise (reversed entries and reversals excluded)."""
     return int(await conn.fetchval(
-        "SELECT coalesce(sum(amount_paise), 0)::bigint FROM live_ledger_entries"
+        "SELECT coalesce(sum(amount_paise), 0) FROM live_ledger_entries"
         " WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
         workflow_id, supplier_id,
     ))

@@ -164,7 +164,7 @@ ORDER BY m.supplier_id, m.invoice_no, m.line_no, m.kind
 """
 
 _SUPPLIERS = f"""
-SELECT l.supplier_id, s.name, count(*) AS entries, sum(l.amount_paise)::bigint AS total,
+SELECT l.supplier_id, s.name, count(*) AS entries, sum(l.amount_paise) AS total,
        o.key AS note_key, o.state AS note_state
 FROM ledger_entries l
 JOIN suppliers s USING (supplier_id)

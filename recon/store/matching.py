@@ -161,13 +161,15 @@ async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str) -> int:
         """
             WITH found AS (
                 SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
-                       (invoiced_qty - received_qty)::bigint * invoice_price_paise AS amount,
+                       -- numeric: no product of two bigints can overflow on the way
+                       (invoiced_qty - received_qty)::numeric * invoice_price_paise AS amount,
                        'billed ' || invoiced_qty || ' x ' || sku || ', received ' || received_qty
                          AS detail
                 FROM comparisons WHERE workflow_id = $1 AND invoiced_qty <> received_qty
                 UNION ALL
                 SELECT invoice_no, line_no, supplier_id, 'price',
-                       (invoice_price_paise - po_price_paise) * least(invoiced_qty, received_qty),
+                       (invoice_price_paise - po_price_paise)::numeric
+                         * least(invoiced_qty, received_qty),
                        'billed ' || invoice_price_paise || ' paise per ' || sku
                          || ', PO price ' || po_price_paise
                 FROM comparisons WHERE workflow_id = $1 AND invoice_price_paise <> po_price_paise

@@ -74,7 +74,7 @@ async def verify_debit_notes(
         """
         WITH g AS (SELECT recon_generation($1) AS n),
         owed AS (
-            SELECT supplier_id, sum(amount_paise)::bigint AS total FROM open_mismatches
+            SELECT supplier_id, sum(amount_paise) AS total FROM open_mismatches
             WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)
             GROUP BY supplier_id HAVING sum(amount_paise) > 0
         ),

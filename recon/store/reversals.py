@@ -83,7 +83,7 @@ async def reversed_paise(conn: asyncpg.Connection | asyncpg.Pool, scope: Scope) 
     """What the reversals of the scope's originals add up to, as a positive amount: every
     reversal on record, whichever undo wrote it."""
     return int(await conn.fetchval(
-        "SELECT coalesce(-sum(r.amount_paise), 0)::bigint FROM ledger_entries r"
+        "SELECT coalesce(-sum(r.amount_paise), 0) FROM ledger_entries r"
         " JOIN ledger_entries o ON o.reference = r.reverses"
         " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
         " AND ($3::text[] IS NULL OR o.reference = ANY($3))",

@@ -12,13 +12,15 @@ check Retry-After, "no invoice answered twice" and "re-asked only what was in fl
 
 Steps: `ok` | `STATUS[:RETRY_AFTER]` (e.g. `503`, `429:2`) | `timeout` (answer only after
 `hang` seconds, longer than the client waits) | `malformed` (not JSON) | `refuse` | `invalid`
-(JSON outside the schema: quantity 0).
+(JSON outside the schema: quantity 0) | `qty=SKU:N` (a lying model: that SKU's quantity read as N).
+The request names no invoice: the fake tells which one it is about from the document.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import sys
 import threading
 import time
@@ -49,14 +51,29 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+_NAMED = re.compile(r"\[scan (\S+?)\.pdf|Invoice No: (\S+)|invoice_no,([^,\s]+)|our bill (\S+)")
+
+
+def document_of(user_message: str) -> str:
+    """The request names no invoice (the answer is checked against that number): the document
+    is everything after the fixed head line."""
+    return user_message.partition("\n\n")[2]
+
+
+def invoice_of(document: str) -> str:
+    """Which invoice a request is about, read off the document as a model would (scripts are
+    keyed by it)."""
+    found = _NAMED.search(document)
+    return next((g for g in found.groups() if g), "unknown") if found else "unknown"
+
+
 def model_answer(user_message: str) -> str:
     """What a good model says: the document read into our schema (no lines if unreadable)."""
-    head, _, document = user_message.partition("\n\n")
+    document = document_of(user_message)
     try:
         return parse_document(document).model_dump_json()
     except UnreadableInvoice:
-        invoice_no = head.removeprefix("Invoice ").removesuffix(":")
-        return json.dumps({"invoice_no": invoice_no, "supplier_id": "unknown",
+        return json.dumps({"invoice_no": invoice_of(document), "supplier_id": "unknown",
                            "po_number": None, "lines": []})
 
 
@@ -120,7 +137,7 @@ class ScriptedOpenAI:
     def respond(self, body: dict, authorization: str | None, sender: str = ""
                 ) -> tuple[Received, int, dict[str, str], bytes]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        invoice_no = user.partition("\n\n")[0].removeprefix("Invoice ").removesuffix(":")
+        invoice_no = invoice_of(document_of(user))
         step = self._next_step(invoice_no)
         seen = Received(invoice_no, time.time(), step, sender=sender)
         with self._lock:
@@ -143,6 +160,13 @@ class ScriptedOpenAI:
             content = '{"invoice_no": "' + invoice_no + '", "lines": [{"line_no": 1,'
         elif step == "refuse":
             content, refusal = None, "I'm sorry, I can't assist with that request."
+        elif step.startswith("qty="):  # a lying model: `qty=SKU:40` reads that SKU's quantity as 40
+            sku, _, qty = step.removeprefix("qty=").partition(":")
+            data = json.loads(content or "{}")
+            for line in data.get("lines", []):
+                if line["sku"] == sku:
+                    line["quantity"] = int(qty)
+            content = json.dumps(data)
         elif step == "invalid":
             data = json.loads(content or "{}")
             for line in data.get("lines", []):

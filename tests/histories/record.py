@@ -173,8 +173,8 @@ async def handover_undo(r: Recorder) -> None:
 
 
 async def gate_resume(r: Recorder) -> None:
-    queue, settings = await r.night("gateres", gate_max_total_paise=100)
-    r.worker(queue)
+    queue, settings = await r.night("gateres")
+    r.worker(queue, RECON_GATE_MAX_TOTAL_PAISE="100")  # the gate is the worker's policy
     handle = await start_night(r.client, settings, DAY, "gateres")
     await r.awaiting(handle)
     await handle.execute_update("decide", await r.signed(handle.id, "resume"))

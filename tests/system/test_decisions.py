@@ -116,8 +116,8 @@ async def test_decisions_name_their_handover_and_ignored_signals_stay_on_record(
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
     wf = f"recon-{day}-{warehouse}"
-    spawn_worker(queue)
-    handle = await start(client, settings_for(queue, gate_max_total_paise=100), day, warehouse)
+    spawn_worker(queue, RECON_GATE_MAX_TOTAL_PAISE="100")  # the gate is the worker's policy
+    handle = await start(client, settings_for(queue), day, warehouse)
     await wait_for(lambda: _awaiting(client, wf, 1), 60, "the gate to hand over")
     env = stack.env(RECON_TASK_QUEUE=queue)
 

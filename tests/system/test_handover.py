@@ -101,8 +101,8 @@ async def test_the_gate_before_debit_notes_holds_them_until_approved(
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=60, mismatches=8)
     wf = f"recon-{day}-{warehouse}"
-    spawn_worker(queue)
-    handle = await start(client, settings_for(queue, gate_max_total_paise=100), day, warehouse)
+    spawn_worker(queue, RECON_GATE_MAX_TOTAL_PAISE="100")  # the gate is the worker's policy
+    handle = await start(client, settings_for(queue), day, warehouse)
     await wait_for(lambda: _awaiting(client, wf), 60, "the gate to hand over")
     note = await pool.fetchrow("SELECT * FROM handovers WHERE workflow_id = $1", wf)
     assert note["step"] == "gate_before_debit_notes" and note["error_type"] == "UnclearEvidence"
@@ -148,8 +148,8 @@ async def test_a_second_decision_on_the_same_handover_is_refused(
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
     wf = f"recon-{day}-{warehouse}"
-    spawn_worker(queue)
-    handle = await start(client, settings_for(queue, gate_max_total_paise=100), day, warehouse)
+    spawn_worker(queue, RECON_GATE_MAX_TOTAL_PAISE="100")  # the gate is the worker's policy
+    handle = await start(client, settings_for(queue), day, warehouse)
     await wait_for(lambda: _awaiting(client, wf), 60, "the gate to hand over")
     answers = await asyncio.gather(
         handle.execute_update("decide", await signed(pool, stack.state, wf, "resume")),
@@ -209,10 +209,9 @@ async def test_a_waiting_run_sends_a_reminder_each_morning(
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
     wf = f"recon-{day}-{warehouse}"
-    spawn_worker(queue)
+    spawn_worker(queue, RECON_GATE_MAX_TOTAL_PAISE="100")
     soon = (datetime.now(UTC) + timedelta(seconds=10)).strftime("%H:%M:%S")
-    handle = await start(client, settings_for(queue, gate_max_total_paise=100,
-                                              reminder_utc_time=soon), day, warehouse)
+    handle = await start(client, settings_for(queue, reminder_utc_time=soon), day, warehouse)
     await wait_for(lambda: _awaiting(client, wf), 60, "the gate to hand over")
 
     async def reminded() -> int:

@@ -29,11 +29,12 @@ async def test_the_json_logs_tell_the_crash_the_retry_and_the_handover(
 ) -> None:
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=60, mismatches=8)
-    doomed = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments:5", RECON_POST_BATCH="2")
-    handle = await start(client, settings_for(queue, post_batch_size=2, gate_max_total_paise=100),
+    doomed = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments:5", RECON_POST_BATCH="2",
+                          RECON_GATE_MAX_TOTAL_PAISE="100")
+    handle = await start(client, settings_for(queue, post_batch_size=2),
                          day, warehouse)
     assert await doomed.wait_exit(60) == 137
-    rescuer = spawn_worker(queue)
+    rescuer = spawn_worker(queue, RECON_GATE_MAX_TOTAL_PAISE="100")
 
     async def waiting() -> bool:
         return (await handle.query("progress"))["status"] == "AwaitingDecision"

@@ -96,11 +96,12 @@ async def test_a_seeded_night_delivers_each_note_once_the_summary_and_a_handover
             settings = settings_for(queue, database_url=url, smtp_url=sink.url,
                                     mail_from=MAIL_FROM, finance_head_email=FINANCE_HEAD,
                                     mail_poll_seconds=5.0)
-            async with inprocess_worker(settings):  # the worker runs the sender (no --no-sender)
+            # The gate is the worker's policy: the held night runs on a worker whose gate holds.
+            strict = replace(settings, task_queue=f"{queue}-strict", gate_max_total_paise=100)
+            async with inprocess_worker(settings), inprocess_worker(strict):  # both send mail
                 handle = await start(client, settings, day, warehouse)
                 summary = await asyncio.wait_for(handle.result(), 90)
-                held = await start(client, replace(settings, gate_max_total_paise=100), day,
-                                   held_warehouse)
+                held = await start(client, strict, day, held_warehouse)
                 await wait_for(lambda: pool.fetchval(
                     "SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'handover'"
                     " AND sent_at IS NOT NULL", held.id), 60, "the handover note to be delivered")
@@ -340,11 +341,11 @@ def test_a_withdrawal_cites_the_note_it_withdraws() -> None:
     assert withdrawal_number(partial, note).startswith("WD-20261013-LDH-S042-")
     document = render_withdrawal(
         withdrawal_key=partial, note_key=note, supplier_name="Konkan Cashews Pvt Ltd",
-        note_total_paise=27_150_000, withdrawn_paise=1_234_550, reason="prices agreed",
-        note_was_sent=True)
+        note_total_paise=27_150_000, withdrawn_paise=1_234_550, note_was_sent=True)
     assert "DN-20261013-LDH-S042" in document.subject and "₹12,345.50" in document.subject
     assert "₹2,71,500" in document.text and "the rest of the claim stands" in document.text
     assert "recon-2026-10-13-ldh" not in document.text + document.subject
+    assert "Reason: we reviewed some lines of this claim" in document.text  # never the undo's note
     mail = build_email({"key": partial, "reverses": note, "recipient": "a@konkan.example",
                         "subject": document.subject, "body": document.text, "body_html": None,
                         "created_at": datetime(2026, 10, 14, 3, 0, tzinfo=UTC)}, MAIL_FROM)

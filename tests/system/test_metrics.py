@@ -20,6 +20,21 @@ def _scrape(port: int) -> str:
         return response.read().decode()
 
 
+def _listening_on(port: int) -> set[str]:
+    """The addresses a TCP socket listens on at this port (Linux /proc/net/tcp{,6})."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                if len(address) == 8:
+                    found.add(".".join(str(int(address[i:i + 2], 16)) for i in (6, 4, 2, 0)))
+                else:
+                    found.add("::" if set(address) == {"0"} else address)
+    return found
+
+
 def _value(text: str, name: str, **labels: str) -> float | None:
     """The sample of `name` whose labels include `labels` (summed if several match)."""
     total, seen = 0.0, False
@@ -57,6 +72,7 @@ async def test_the_worker_exports_sdk_and_recon_metrics(
     (tmp_path / "metrics.txt").write_text(text)  # kept for a look after the test
 
     assert _value(text, "recon_runs_total", outcome="completed") == 1
+    assert _listening_on(port) == {"127.0.0.1"}, "loopback unless RECON_METRICS_HOST opens it"
     assert _value(text, "recon_step_retries_total", step="post_adjustments") == 1
     assert _value(text, "recon_step_failures_total", step="post_adjustments") == 1
     # Attempt 1 committed entries 1-2 and failed at 3; the counter counts finished attempts' inserts.

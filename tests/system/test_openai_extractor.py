@@ -28,6 +28,7 @@ import pytest_asyncio
 
 from recon.documents.extraction.answer import Answer, read_answer
 from recon.documents.extraction.choice import make_extractor
+from recon.documents.extraction.failures import describe
 from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.openai_model import SYSTEM_PROMPT, OpenAIExtractor
 from recon.documents.extraction.schema import UnreadableInvoice
@@ -110,11 +111,11 @@ class FakeOpenAI:
     @staticmethod
     def read_document(user_message: str) -> str:
         """The model's answer: the document read into our schema (no lines if unreadable)."""
-        head, _, document = user_message.partition("\n\n")
+        _, _, document = user_message.partition("\n\n")
         try:
             invoice = parse_document(document)
         except UnreadableInvoice:
-            invoice_no = head.removeprefix("Invoice ").removesuffix(":")
+            invoice_no = document.partition("[scan ")[2].partition(".pdf")[0] or "unknown"
             return json.dumps(
                 {"invoice_no": invoice_no, "supplier_id": "unknown", "po_number": None, "lines": []}
             )
@@ -297,6 +298,8 @@ async def test_openai_path_end_to_end(fake: FakeOpenAI, extractor, layout: str) 
     assert seen.headers["authorization"] == f"Bearer {API_KEY}"
     assert seen.body["model"] == MODEL
     assert seen.body["temperature"] == 0
+    # The model is not told the invoice number its answer is checked against: only the document.
+    assert seen.user_message() == f"The invoice document:\n\n{document}"
     response_format = seen.body["response_format"]
     assert response_format["type"] == "json_schema"
     assert response_format["json_schema"]["name"] == "InvoiceAnswer"
@@ -423,6 +426,21 @@ async def test_http_failure_is_temporary_and_not_retried_by_the_sdk(
     assert read_answer(answer).invoice_no == DOC.invoice_no
     assert len(fake.requests) == 2
     assert fake.requests[1].body == fake.requests[0].body
+
+
+@pytest.mark.parametrize(("status", "kind"), [(400, "rejected"), (413, "rejected"),
+                                            (422, "rejected"), (404, "unknown")])
+async def test_a_request_refused_for_its_document_is_about_that_invoice(
+    fake: FakeOpenAI, extractor, status: int, kind: str
+) -> None:
+    """400 (context length, content filter), 413, 422: that invoice is parked, its siblings go
+    on (activities/extract_paid.py); 404 (no such model) is about every request: it stops."""
+    fake.fail_once(status)
+    with pytest.raises(openai.APIStatusError) as info:
+        await extractor.call(DOC.invoice_no, render(DOC, "table"))
+    failure = describe(info.value)
+    assert (failure.kind, failure.status) == (kind, status)
+    assert str(status) in failure.text()
 
 
 async def test_wrong_api_key_is_not_temporary(fake: FakeOpenAI, extractor) -> None:

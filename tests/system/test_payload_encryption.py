@@ -64,9 +64,9 @@ async def test_the_raw_history_and_memo_hold_no_supplier_amount_or_note(
     key = new_key_line("night-1")
     keyring = parse_keyring([key], "test")
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
-    settings = settings_for(queue, gate_max_total_paise=100, payload_keyring=keyring)
+    settings = settings_for(queue, payload_keyring=keyring)
     client: Client = await connect(settings)
-    spawn_worker(queue, RECON_PAYLOAD_KEYS=key)
+    spawn_worker(queue, RECON_PAYLOAD_KEYS=key, RECON_GATE_MAX_TOTAL_PAISE="100")  # its gate holds
     handle = await start(client, settings, day, warehouse)
 
     async def waiting() -> bool:

@@ -54,8 +54,9 @@ async def _at_gate(pool, client, night, spawn_worker, invoices=40, mismatches=5,
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=invoices, mismatches=mismatches)
     wf = f"recon-{day}-{warehouse}"
-    spawn_worker(queue, **worker_env)
-    handle = await start(client, settings_for(queue, gate_max_total_paise=100), day, warehouse)
+    # the gate is the worker's policy: this worker's holds the night
+    spawn_worker(queue, **{"RECON_GATE_MAX_TOTAL_PAISE": "100", **worker_env})
+    handle = await start(client, settings_for(queue), day, warehouse)
     await wait_for(lambda: _waiting(client, wf), 60, "the gate to hand over")
     return wf, handle
 

@@ -16,6 +16,8 @@ from recon.domain.models import UndoRequest
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 from workflows.undo import UndoReconciliation
 
+UNDO_REASON = "supplier keeps overbilling; ticket FIN-4411"  # internal, never mailed
+
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
 pytestmark = pytest.mark.slow
 
@@ -55,7 +57,7 @@ async def test_undo_of_one_supplier_touches_nothing_else(
 
     async with inprocess_worker(settings):
         done = await asyncio.to_thread(recon_cli, stack.env(RECON_TASK_QUEUE=settings.task_queue), "undo", wf,
-                         "--supplier", supplier, "--reason", "prices agreed last week",
+                         "--supplier", supplier, "--reason", UNDO_REASON,
                          "--by", "asha")
     assert done.returncode == 0, done.stderr
     assert f"{count} ledger reversals" in done.stdout
@@ -83,6 +85,9 @@ async def test_undo_of_one_supplier_touches_nothing_else(
         "SELECT * FROM outbox WHERE workflow_id = $1 AND kind = 'withdrawal'", wf)
     assert len(withdrawals) == 1 and withdrawals[0]["supplier_id"] == supplier
     assert withdrawals[0]["reverses"] == f"{wf}:debit-note:{supplier}"
+    # The supplier reads a supplier-facing reason, never the undo's internal --reason.
+    assert "Reason: we reviewed this claim" in withdrawals[0]["body"]
+    assert UNDO_REASON not in withdrawals[0]["body"]
     for table, rows in before.items():
         assert await _rows(pool, table, wf, others) == rows, table
 

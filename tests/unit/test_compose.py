@@ -98,3 +98,13 @@ def test_the_codec_server_answers_the_web_ui_only_on_this_host(model: dict) -> N
     assert codec["environment"]["RECON_CODEC_ORIGINS"] == ui["environment"]["TEMPORAL_CORS_ORIGINS"]
     assert [(p["host_ip"], p["published"]) for p in codec["ports"]] == [("127.0.0.1", "8234")]
     assert "TEMPORAL_CODEC_ENDPOINT" in ui["environment"]
+
+
+def test_nothing_is_published_beyond_loopback(model: dict) -> None:
+    """Temporal's gRPC port, the Web UI, Mailpit and the metrics answer anyone who reaches them:
+    published on the host's 127.0.0.1 only (README "Opening the servers safely")."""
+    published = {(name, str(port["published"])): port.get("host_ip")
+                 for name, service in model["services"].items()
+                 for port in service.get("ports", [])}
+    assert {"7233", "8080", "8025", "1025", "9464", "9090"} <= {p for _, p in published}
+    assert {key: ip for key, ip in published.items() if ip != "127.0.0.1"} == {}

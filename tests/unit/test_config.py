@@ -21,7 +21,10 @@ def test_defaults_with_nothing_set() -> None:
     assert (s.post_batch_size, s.extract_batch_size, s.extract_concurrency) == (5000, 50, 8)
     assert (s.openai_api_key, s.openai_base_url, s.model) == (None, None, "gpt-4o-mini")
     assert s.failpoints == ""
-    assert (s.gate_max_parked_ratio, s.gate_max_total_paise, s.gate_max_adjustment_share) == (0.10, 0, 0.05)
+    assert (s.gate_max_parked_ratio, s.gate_max_adjustment_share) == (0.10, 0.05)
+    # default absolute caps: ₹1 crore a night, ₹25 lakh for one supplier
+    assert (s.gate_max_total_paise, s.gate_max_supplier_paise) == (1_00_00_000_00, 25_00_000_00)
+    assert (s.metrics_host, s.model_max_document_bytes) == ("127.0.0.1", 100_000)
     assert (s.heartbeat_seconds, s.reminder_utc_time, s.outage_window_seconds) == (2.0, "03:30:00", 1800.0)
 
 
@@ -56,8 +59,8 @@ def test_reminder_times_are_normalised(monkeypatch: pytest.MonkeyPatch, raw: str
 
 
 def test_zero_is_allowed_where_it_means_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RECON_GATE_MAX_TOTAL_PAISE", "0")
-    assert load_settings().gate_max_total_paise == 0
+    monkeypatch.setenv("RECON_MODEL_RPM", "0")
+    assert load_settings().model_rpm == 0
 
 
 @pytest.mark.parametrize(("key", "raw", "reason"), [
@@ -65,7 +68,22 @@ def test_zero_is_allowed_where_it_means_none(monkeypatch: pytest.MonkeyPatch) ->
     ("RECON_POST_BATCH", "0", "RECON_POST_BATCH must be at least 1, got 0"),
     ("RECON_EXTRACT_BATCH", "2.5", "RECON_EXTRACT_BATCH must be a whole number"),
     ("RECON_EXTRACT_CONCURRENCY", "-3", "RECON_EXTRACT_CONCURRENCY must be at least 1"),
-    ("RECON_GATE_MAX_TOTAL_PAISE", "-1", "RECON_GATE_MAX_TOTAL_PAISE must be at least 0"),
+    ("RECON_GATE_MAX_TOTAL_PAISE", "-1", "RECON_GATE_MAX_TOTAL_PAISE must be at least 1"),
+    ("RECON_GATE_MAX_TOTAL_PAISE", "0", "RECON_GATE_MAX_TOTAL_PAISE must be at least 1"),
+    ("RECON_GATE_MAX_TOTAL_PAISE", "1e30", "RECON_GATE_MAX_TOTAL_PAISE must be a whole number"),
+    ("RECON_GATE_MAX_SUPPLIER_PAISE", str(10**16),
+     "RECON_GATE_MAX_SUPPLIER_PAISE must be at most 1000000000000000"),
+    ("RECON_GATE_MAX_PARKED_RATIO", "nan", "RECON_GATE_MAX_PARKED_RATIO must be a finite number"),
+    ("RECON_GATE_MAX_ADJUSTMENT_SHARE", "inf",
+     "RECON_GATE_MAX_ADJUSTMENT_SHARE must be a finite number"),
+    ("RECON_GATE_MAX_ADJUSTMENT_SHARE", "1.5", "RECON_GATE_MAX_ADJUSTMENT_SHARE must be at most 1"),
+    ("RECON_GATE_MAX_ADJUSTMENT_SHARE", "-0.01", "RECON_GATE_MAX_ADJUSTMENT_SHARE must be above 0"),
+    ("RECON_MODEL_MAX_FAILED_SHARE", "2", "RECON_MODEL_MAX_FAILED_SHARE must be at most 1"),
+    ("RECON_HEARTBEAT_SECONDS", "inf", "RECON_HEARTBEAT_SECONDS must be a finite number"),
+    ("RECON_HEARTBEAT_SECONDS", "7200", "RECON_HEARTBEAT_SECONDS must be at most 3600"),
+    ("RECON_POST_BATCH", "2000000", "RECON_POST_BATCH must be at most 1000000"),
+    ("RECON_MODEL_MAX_DOCUMENT_BYTES", "0", "RECON_MODEL_MAX_DOCUMENT_BYTES must be at least 1"),
+    ("RECON_METRICS_PORT", "70000", "RECON_METRICS_PORT must be at most 65535"),
     ("RECON_HEARTBEAT_SECONDS", "soon", "RECON_HEARTBEAT_SECONDS must be a number, got 'soon'"),
     ("RECON_HEARTBEAT_SECONDS", "0", "RECON_HEARTBEAT_SECONDS must be above 0"),
     ("RECON_GATE_MAX_PARKED_RATIO", "-0.1", "RECON_GATE_MAX_PARKED_RATIO must be above 0"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.domain.models import GateInput, PostInput, RunRequest
+from recon.domain.models import PostInput, RunRequest
 from recon.runtime.config import DEFAULTS, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,16 +97,11 @@ def test_settings_take_their_defaults_from_the_table() -> None:
 
 
 @pytest.mark.parametrize(("model", "field", "name"), [
-    (RunRequest, "finance_head_email", "RECON_FINANCE_HEAD"),
     (RunRequest, "extract_batch_size", "RECON_EXTRACT_BATCH"),
     (RunRequest, "post_batch_size", "RECON_POST_BATCH"),
     (RunRequest, "heartbeat_seconds", "RECON_HEARTBEAT_SECONDS"),
-    (RunRequest, "max_parked_invoice_ratio", "RECON_GATE_MAX_PARKED_RATIO"),
-    (RunRequest, "max_adjustment_share", "RECON_GATE_MAX_ADJUSTMENT_SHARE"),
-    (RunRequest, "max_adjustment_total_paise", "RECON_GATE_MAX_TOTAL_PAISE"),
     (RunRequest, "reminder_utc_time", "RECON_REMINDER_UTC"),
     (PostInput, "batch_size", "RECON_POST_BATCH"),
-    (GateInput, "max_adjustment_share", "RECON_GATE_MAX_ADJUSTMENT_SHARE"),
 ])
 def test_the_workflow_inputs_default_to_the_same_values(model, field: str, name: str) -> None:
     assert model.model_fields[field].default == DEFAULTS[name]

@@ -44,4 +44,4 @@ class DocumentReader:
             return Result(invoice_no, supplier_id, request, response, unreadable=exc)
         response = found.model_dump_json()
         return Result(invoice_no, supplier_id, request, response, found=found,
-                      found_json=response)
+                      found_json=response, read_exactly=True)

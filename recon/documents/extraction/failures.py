@@ -10,10 +10,15 @@ import openai
 
 from recon.domain.errors import classify
 
+# A request the provider refuses for what it holds (too long for the context, a content filter,
+# a body too large, an unprocessable document): permanent for that one invoice, which is parked
+# while its siblings go on. 401/403/404 (key, permission, model) are about every request: unknown.
+REJECTED_FOR_THE_DOCUMENT = frozenset({400, 413, 422})
+
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str  # "temporary" (ask this invoice again) or "unknown" (stop the step)
+    kind: str  # "temporary" (ask again), "rejected" (park this invoice) or "unknown" (stop)
     status: int | None
     message: str
     retry_after: float | None  # seconds the server asked us to wait, if it did
@@ -53,4 +58,5 @@ def describe(exc: BaseException) -> Failure:
     retry_after = None
     if isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
-    return Failure(classify(exc), status, f"{type(exc).__name__}: {message}", retry_after)
+    kind = "rejected" if status in REJECTED_FOR_THE_DOCUMENT else classify(exc)
+    return Failure(kind, status, f"{type(exc).__name__}: {message}", retry_after)

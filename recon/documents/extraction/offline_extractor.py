@@ -29,7 +29,8 @@ class OfflineExtractor:
             response = json.dumps({"unreadable": exc.reason, "evidence": exc.evidence})
             return Result(invoice_no, supplier_id, request, response, unreadable=exc)
         response = found.model_dump_json()
-        return Result(invoice_no, supplier_id, request, response, found=found, found_json=response)
+        return Result(invoice_no, supplier_id, request, response, found=found, found_json=response,
+                      read_exactly=True)
 
     async def call(self, invoice_no: str, document: str) -> Answer:
         result = self.read(invoice_no, "", document)

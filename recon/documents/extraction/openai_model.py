@@ -27,6 +27,7 @@ SYSTEM_PROMPT = (
     "unit price in integer paise (Rs 12.50 is 1250). If the document cannot be read, return no "
     "lines."
 )
+DOCUMENT_HEAD = "The invoice document:"  # then a blank line, then the document word for word
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,11 @@ class OpenAIExtractor:
         )
 
     def prepare(self, invoice_no: str, document: str) -> Prepared:
+        """The document alone: the invoice number the answer is checked against is not in the
+        request (`invoice_no` only names it in our records), so the model must read it."""
         messages = [
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"Invoice {invoice_no}:\n\n{document}"},
+            {"role": "user", "content": f"{DOCUMENT_HEAD}\n\n{document}"},
         ]
         request = json.dumps({"model": self.model, "messages": messages}, ensure_ascii=False)
         return Prepared(request=request, messages=messages)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recon.documents.extraction.evidence import disagreement
 from recon.documents.extraction.schema import ExtractedInvoice, UnreadableInvoice
 
 STEP = "extract_lines"
@@ -43,14 +44,20 @@ class Result:
     lines_json: str | None = None  # set by the check: the checked invoice, ready to store
     po_number: str | None = None  # and, beside it, what Postgres would otherwise parse it for
     line_count: int = 0
+    # Read by our own parsers (the layouts, structured formats), not by a model: every figure
+    # comes from the field or line the parser matched, so it is not checked again.
+    read_exactly: bool = False
 
     @property
     def readable(self) -> bool:
         return self.lines_json is not None
 
     def check_against_source(self, document: str) -> Result:
-        """The document must be the invoice the source says it is; otherwise nobody should post
-        it. Turns `found` into `unreadable` when it is not, and into `lines_json` when it is."""
+        """The document must be the invoice the source says it is, and every figure of the answer
+        must be on it; otherwise nobody should post it. Turns `found` into `unreadable` when it
+        is not, and into `lines_json` when it is. A result `read_exactly` (our own parsers,
+        which take every figure from the very field or line they match) is not checked against
+        the document again; a model's is (docs/design.md §11)."""
         found = self.found
         self.found = None
         if found is None:
@@ -64,6 +71,10 @@ class Result:
                 f"document says supplier {found.supplier_id!r}, the sender is {self.supplier_id!r}")
         elif len({ln.line_no for ln in found.lines}) != len(found.lines):
             self.unreadable = UnreadableInvoice("document repeats a line number")
+        elif not self.read_exactly and (differs := disagreement(found, document)) is not None:
+            # The answer is evidence: a figure not on the document parks the invoice with both
+            # readings, for a person; it is never reconciled (docs/design.md §11).
+            self.unreadable = UnreadableInvoice(differs.reason, differs.evidence[:2000])
         else:
             self.lines_json = self.found_json or found.model_dump_json()
             self.po_number, self.line_count = found.po_number, len(found.lines)

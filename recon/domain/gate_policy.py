@@ -1,0 +1,58 @@
+"""The gate before debit notes, as a rule: what the figures must not cross before notes that
+cannot be unsent go out. The limits are the worker's configuration (`RECON_GATE_*`), never the
+run's input: whoever can start a run cannot widen its gate (docs/design.md §11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from recon.domain.money import rupees
+
+
+class Figures(Protocol):
+    invoices: int
+    parked: int
+    moved: int
+    net: int
+    invoiced: int
+    largest_supplier: str | None
+    largest_supplier_moved: int
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    max_parked_ratio: float  # share of whole invoices parked
+    max_adjustment_share: float  # sum of |adjustments| against the night's invoiced value
+    max_total_paise: int  # sum of |adjustments| of the night
+    max_supplier_paise: int  # sum of |adjustments| of any one supplier
+
+    @classmethod
+    def of(cls, settings) -> GatePolicy:  # recon.config.Settings
+        return cls(settings.gate_max_parked_ratio, settings.gate_max_adjustment_share,
+                   settings.gate_max_total_paise, settings.gate_max_supplier_paise)
+
+
+def reasons_to_hold(f: Figures, policy: GatePolicy) -> list[str]:
+    """Every limit the night crosses, in words for the handover note; empty: the evidence is
+    clear. Compared as integers (the share as paise * 1,000,000 against a whole multiple), so a
+    night of any size is weighed exactly."""
+    reasons = []
+    if f.invoices and f.parked > policy.max_parked_ratio * f.invoices:
+        reasons.append(f"{f.parked} of {f.invoices} invoices parked, above the "
+                       f"{policy.max_parked_ratio:.0%} threshold")
+    net = f" (net {rupees(f.net)})" if f.net != f.moved else ""
+    if f.moved and f.moved * 1_000_000 > round(policy.max_adjustment_share * 1_000_000) * max(
+            f.invoiced, 0):
+        share = f"{f.moved / f.invoiced:.1%} of" if f.invoiced else "against"
+        reasons.append(f"adjustments move {rupees(f.moved)}{net}, {share} the "
+                       f"{rupees(f.invoiced)} invoiced, above the "
+                       f"{policy.max_adjustment_share:.0%} threshold")
+    if f.moved > policy.max_total_paise:
+        reasons.append(f"adjustments move {rupees(f.moved)}{net}, above the "
+                       f"{rupees(policy.max_total_paise)} threshold for a night")
+    if f.largest_supplier_moved > policy.max_supplier_paise:
+        reasons.append(f"adjustments for {f.largest_supplier} move "
+                       f"{rupees(f.largest_supplier_moved)}, above the "
+                       f"{rupees(policy.max_supplier_paise)} threshold for one supplier")
+    return reasons

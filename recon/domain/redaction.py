@@ -1,0 +1,57 @@
+"""Secrets never reach a log line, an error line or a printed setting, in any of their forms.
+
+Masked: the password of a URL (`postgresql://u:pw@h/db`), secret query parameters and keyword
+DSN fields (`?password=`, `sslpassword=`, `token=`, `api_key=`, `secret=`, ... in a URL or in
+`host=h password=pw`), and whole values of fields whose names say they hold one (`password`,
+`token`, `dsn`, `secret`, `api_key`, `authorization`, `credential`, `cookie`, ...; a *count* of
+tokens, `prompt_tokens`, is not one). Pure: no product imports.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MASK = "***"
+_SECRET_WORDS = frozenset({
+    "password", "passwd", "pwd", "secret", "token", "dsn", "authorization", "credential",
+    "credentials", "apikey", "cookie", "passphrase",
+})
+_SECRET_PHRASES = ("api_key", "api-key", "apikey", "private_key", "secret", "password")
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]+@")
+_SECRET_PARAM = re.compile(
+    r"(?i)(\b(?:ssl)?(?:password|passwd|pwd|secret|client_secret|token|access_token|"
+    r"refresh_token|api_?key|apikey|key_secret|auth)\s*=\s*)('[^']*'|\"[^\"]*\"|[^&\s;,]+)")
+
+
+def secret_name(key: str) -> bool:
+    """Does a field of this name hold a secret? Whole words: `db_password`, `api_key`, `token`,
+    `dsn`, `x-api-key`; not `prompt_tokens` or `idempotency_key`."""
+    low = key.lower()
+    if any(phrase in low for phrase in _SECRET_PHRASES):
+        return True
+    return any(word in _SECRET_WORDS for word in re.split(r"[^a-z0-9]+", low))
+
+
+def mask_text(text: str) -> str:
+    """A string with every URL password and secret parameter masked (the rest kept, so the host
+    and database stay readable)."""
+    if "://" in text:
+        text = _URL_PASSWORD.sub(rf"\1{MASK}@", text)
+    if "=" in text:
+        text = _SECRET_PARAM.sub(rf"\1{MASK}", text)
+    return text
+
+
+def mask_value(key: str, value: Any) -> Any:
+    """One field as it may be shown: masked whole when its name says secret, else its text
+    (nested dicts and lists too) with secrets inside masked."""
+    if secret_name(key) and value not in (None, ""):
+        return MASK
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, dict):
+        return {k: mask_value(str(k), v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(mask_value(key if not secret_name(key) else "x", v) for v in value)
+    return value

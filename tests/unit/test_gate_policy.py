@@ -1,0 +1,44 @@
+"""The gate's rule (recon/domain/gate_policy.py): size is the sum of absolute adjustments."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from recon.domain.gate_policy import GatePolicy, reasons_to_hold
+from recon.runtime.config import load_settings
+from recon.store.gate import GateFigures
+
+POLICY = GatePolicy.of(load_settings())  # the defaults: 10%, 5%, ₹1 crore, ₹25 lakh
+QUIET = GateFigures(invoices=100, parked=0, moved=0, net=0, invoiced=2_00_000_00,
+                    largest_supplier=None, largest_supplier_moved=0)
+
+
+def test_a_quiet_night_passes() -> None:
+    assert reasons_to_hold(QUIET, POLICY) == []
+
+
+def test_offsetting_adjustments_are_weighed_by_what_they_move() -> None:
+    """+₹50,000 and −₹50,000 on one invoice: net ₹0, but ₹1,00,000 moves (half of ₹2 lakh)."""
+    night = replace(QUIET, moved=1_00_000_00, net=0, largest_supplier="S001",
+                    largest_supplier_moved=1_00_000_00)
+    reasons = reasons_to_hold(night, POLICY)
+    assert len(reasons) == 1
+    assert "move ₹1,00,000 (net ₹0), 50.0% of the ₹2,00,000 invoiced, above the 5%" in reasons[0]
+
+
+def test_the_absolute_caps_hold_a_night_the_share_would_let_through() -> None:
+    """A hostile invoice that inflates the invoiced value cannot widen the gate: caps stay."""
+    big = replace(QUIET, invoiced=10**15, moved=2_00_00_000_00, net=2_00_00_000_00,
+                  largest_supplier="S007", largest_supplier_moved=30_00_000_00)
+    reasons = reasons_to_hold(big, POLICY)
+    assert any("above the ₹1,00,00,000 threshold for a night" in r for r in reasons)
+    assert any("for S007 move ₹30,00,000, above the ₹25,00,000 threshold for one supplier" in r
+               for r in reasons)
+
+
+def test_exact_at_the_limits() -> None:
+    at = replace(QUIET, moved=10_000_00, net=10_000_00, invoiced=2_00_000_00)  # exactly 5%
+    assert reasons_to_hold(at, POLICY) == []
+    assert reasons_to_hold(replace(at, moved=10_000_01), POLICY)
+    assert reasons_to_hold(replace(QUIET, parked=10), POLICY) == []  # exactly 10%
+    assert reasons_to_hold(replace(QUIET, parked=11), POLICY)
