@@ -18,11 +18,12 @@ import pytest
 from temporalio.client import Client
 
 from recon.documents.seed import seed_night
-from recon.domain.models import Decision
+from recon.ops.approvers import ensure_tool_approver, load_key, signed_decision
 from recon.runtime.codec_server import CodecServerThread, CodecService
 from recon.runtime.embedded import temporal_binary
 from recon.runtime.keyring import new_key_line, parse_keyring
 from recon.runtime.temporal_client import connect
+from tests.approving import key_path
 from tests.conftest import Stack
 from tests.helpers import recon_cli, settings_for, start, wait_for
 
@@ -82,11 +83,18 @@ async def test_the_raw_history_and_memo_hold_no_supplier_amount_or_note(
     assert suppliers, "the night posted adjustments"
     names = {r["name"] for r in suppliers}
     note = f"prices checked with {sorted(names)[0]} on the phone"
-    await handle.execute_update("decide", Decision(decision="resume", by="asha-verma", note=note,
-                                                   handover_no=1))
+    # A decider with a name of its own (a short one like "asha" could turn up by chance in
+    # decoded bytes), signing as `recon approve` does.
+    decider_key = stack.state / "keys" / "asha-verma.pem"
+    await ensure_tool_approver(pool, "asha-verma", "asha.verma@distributor.example", decider_key,
+                               admin_key=load_key(key_path(stack.state, "asha")))
+    await handle.execute_update("decide", await signed_decision(
+        pool, load_key(decider_key), run=handle.id, handover_no=1, decision="resume",
+        by="asha-verma", note=note, park=[]))
     await handle.result()
     reason = "supplier credit notes arrived for the whole night"
-    undone = recon_cli(stack.env(RECON_PAYLOAD_KEYS=key, RECON_TASK_QUEUE=queue),
+    undone = recon_cli(stack.env(RECON_PAYLOAD_KEYS=key, RECON_TASK_QUEUE=queue,
+                                 RECON_APPROVER_KEY=str(decider_key)),
                        "undo", handle.id, "--reason", reason, "--by", "asha-verma", timeout=120)
     assert undone.returncode == 0, undone.stderr
     undo_id = f"undo-{handle.id}"
