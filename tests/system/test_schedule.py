@@ -43,7 +43,8 @@ async def test_a_triggered_schedule_starts_the_night_and_a_second_trigger_starts
     assert again.returncode == 1 and "exists already" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
 
-    async with inprocess_worker(settings_for(queue)):
+    # The gate's cap is the worker's policy (not the starter's): this worker holds at ₹1.
+    async with inprocess_worker(settings_for(queue, gate_max_total_paise=100)):
         fired = recon_cli(env, "schedule", "trigger", "--warehouse", warehouse)
         assert fired.returncode == 0, fired.stderr
 
