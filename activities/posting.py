@@ -4,8 +4,9 @@ Step 7: one ledger entry per flagged mismatch, under the key the mismatch was gi
 ledger's primary key makes a redo harmless; the fence makes a stale attempt harmless; the
 heartbeat makes a redo short; the closing check makes "done" mean "the ledger holds it".
 
-Step 8: book each reconciled line's received quantity into stock, once per key. Same guarantees
-(keyed rows, fenced writes, heartbeat progress, a closing check), but set-based: each
+Step 8: book each reconciled line's accepted quantity into stock, once per key (the received
+units step 5 credited it with: never more than was received and not yet accepted for its PO
+line). Same guarantees (keyed rows, fenced writes, heartbeat progress, a closing check), but set-based: each
 transaction is one statement over a seq range of the run's comparisons
 (recon.store.stock.move_reconciled_range), so no movement passes through Python, and two
 connections book ranges side by side (activities/lanes.py).
@@ -22,6 +23,7 @@ from activities.resources import Room
 from activities.step import business_step, last_progress
 from recon.domain.keys import fence_scope
 from recon.domain.models import PostInput, PostResult
+from recon.store.comparing import last_comparison_seq
 from recon.store.generations import current_generation
 from recon.store.ledger import (
     LedgerEntry,
@@ -31,7 +33,6 @@ from recon.store.ledger import (
     post_entries,
     verify_adjustments,
 )
-from recon.store.matching import last_comparison_seq
 from recon.store.statistics import BULK_ROWS, refresh_statistics
 from recon.store.stock import RangeMoved, move_reconciled_range, verify_movements
 

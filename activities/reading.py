@@ -11,8 +11,9 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
+from recon.domain.match_policy import MatchPolicy
 from recon.domain.models import Count, StepInput
-from recon.store import invoices, matching
+from recon.store import comparing, invoices, matching
 from recon.store.statistics import refresh_statistics
 
 
@@ -37,7 +38,8 @@ class ReadingActivities(Room):
         """Step 3. Lines that match no purchase order are parked, the others go on."""
         # The extraction filled these in many small transactions: plan on what they hold now.
         await refresh_statistics(self.pool, "invoice_lines", "extractions", "parked_items")
-        matched, parked = await matching.match_orders(self.pool, step.workflow_id)
+        matched, parked = await matching.match_orders(
+            self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse)
         await refresh_statistics(self.pool, "line_matches", "parked_items")
         return Count(count=matched, parked=parked)
 
@@ -46,24 +48,30 @@ class ReadingActivities(Room):
     async def read_stock(self, step: StepInput) -> Count:
         """Step 4. Receipts keep arriving during the night; the run compares against the snapshot it
         took first, so a resume never re-reads a different picture."""
-        lines = await matching.read_stock(self.pool, step.workflow_id, step.warehouse)
+        lines = await matching.read_stock(self.pool, step.workflow_id, step.warehouse,
+                                          date.fromisoformat(step.business_date))
         await refresh_statistics(self.pool, "stock_snapshots")
         return Count(count=lines)
 
     @activity.defn(name="compare_quantities")
     @business_step
     async def compare_quantities(self, step: StepInput) -> Count:
-        """Step 5. One comparison per matched line: invoiced vs received quantity, invoice vs PO price."""
-        compared = await matching.compare_quantities(self.pool, step.workflow_id)
-        await refresh_statistics(self.pool, "comparisons")
+        """Step 5. Each matched line weighed against its PO line's open quantity, cumulatively
+        across nights: accepted, held awaiting receipt, or claimed short (recon/store/comparing.py)."""
+        compared = await comparing.compare_quantities(
+            self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
+            MatchPolicy.of(self.settings))
+        await refresh_statistics(self.pool, "comparisons", "acceptances")
         return Count(count=compared)
 
     @activity.defn(name="flag_mismatches")
     @business_step
     async def flag_mismatches(self, step: StepInput) -> Count:
-        """Step 6. Billed for more than arrived: a `qty` adjustment of the missing units at the
-        invoice price. Billed above the PO price: a `price` adjustment on the units that arrived.
-        Billed for less is flagged too, with a negative amount. Each gets its ledger key here."""
-        flagged = await matching.flag_mismatches(self.pool, step.workflow_id)
+        """Step 6. Billed for units no received unit covers: a `qty` adjustment of them at the
+        invoice price. Billed off the PO price beyond the tolerance: a `price` adjustment on the
+        units accepted. Each gets its ledger key here."""
+        flagged = await comparing.flag_mismatches(
+            self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
+            MatchPolicy.of(self.settings))
         await refresh_statistics(self.pool, "mismatches")
         return Count(count=flagged)

@@ -79,6 +79,10 @@ DEFAULTS: dict[str, str | int | float | None] = {
     "RECON_GATE_MAX_TOTAL_PAISE": 1_00_00_000_00,  # ₹1,00,00,000 (one crore) a night
     "RECON_GATE_MAX_SUPPLIER_PAISE": 25_00_000_00,  # ₹25,00,000 (25 lakh) for one supplier
     "RECON_FINANCE_HEAD": "finance.head@distributor.example",
+    # The cumulative match (docs/design.md §12): the worker's policy too.
+    "RECON_RECEIPT_GRACE_DAYS": 3,
+    "RECON_PRICE_TOLERANCE_PAISE": 0,  # per unit; 0: none
+    "RECON_PRICE_TOLERANCE_PERCENT": 0.0,  # of the PO price; 0: none
     "RECON_REMINDER_UTC": "03:30:00",
     "SMTP_URL": None,
     "RECON_MAIL_FROM": "recon@distributor.example",
@@ -126,6 +130,9 @@ class Settings:
     gate_max_total_paise: int
     gate_max_adjustment_share: float
     gate_max_supplier_paise: int
+    receipt_grace_days: int
+    price_tolerance_paise: int
+    price_tolerance_percent: float
     heartbeat_seconds: float
     reminder_utc_time: str
     outage_window_seconds: float
@@ -276,6 +283,11 @@ def load_settings() -> Settings:
         gate_max_adjustment_share=_share(values, "RECON_GATE_MAX_ADJUSTMENT_SHARE"),
         gate_max_supplier_paise=_int(values, "RECON_GATE_MAX_SUPPLIER_PAISE",
                                      maximum=MAX_PAISE),
+        receipt_grace_days=_int(values, "RECON_RECEIPT_GRACE_DAYS", minimum=0, maximum=365),
+        price_tolerance_paise=_int(values, "RECON_PRICE_TOLERANCE_PAISE", minimum=0,
+                                   maximum=MAX_PAISE),
+        price_tolerance_percent=_number(values, "RECON_PRICE_TOLERANCE_PERCENT",
+                                        zero_allowed=True, maximum=100.0),
         heartbeat_seconds=_number(values, "RECON_HEARTBEAT_SECONDS", zero_allowed=False,
                                   maximum=3600.0),
         reminder_utc_time=_clock(values, "RECON_REMINDER_UTC"),

@@ -1,37 +1,29 @@
-"""Steps 3-6 in SQL: match lines to purchase orders, snapshot received stock, compare, flag
-mismatches; and the reads of the comparisons the later steps walk.
+"""Steps 3 and 4 in SQL: match lines to purchase orders (the night's own, and lines earlier
+nights hold awaiting receipt), and snapshot what each PO line is weighed against: received to the
+business date, ordered, and accepted by earlier nights (docs/design.md §12). Steps 5 and 6 are in
+recon/store/comparing.py.
 
-All four are set-based SQL over the run's working set, keyed by workflow id. Each is written so
-that running it again (retry, reset, resume) finds its rows there and adds nothing.
+Each is set-based SQL over the run's working set, keyed by workflow id, and written so that
+running it again (retry, reset, resume) finds its rows there and adds nothing.
 """
 
 from __future__ import annotations
 
+from datetime import date
+
 import asyncpg
 
-from recon.domain.keys import ADJUSTMENT, PARKED_LINE, row_template
+from recon.domain.keys import PARKED_LINE, row_template
 from recon.store.db import lock_run
 
 
-async def _fill_once(pool: asyncpg.Pool, workflow_id: str, table: str, insert: str,
-                     *params: object) -> int:
-    """Fill the run's rows of `table` in one transaction, unless an earlier attempt already did:
-    the rows are a function of the run's saved inputs, so the first complete fill stands.
-    `insert` takes ($1 workflow_id, then `params`)."""
-    count = f"SELECT count(*) FROM {table} WHERE workflow_id = $1"
-    async with pool.acquire() as conn, conn.transaction():
-        await lock_run(conn, workflow_id)
-        have = await conn.fetchval(count, workflow_id)
-        if not have:
-            await conn.execute(insert, workflow_id, *params)
-            have = await conn.fetchval(count, workflow_id)
-    return int(have)
-
-
-async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
+async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date,
+                       warehouse: str) -> tuple[int, int]:
     """Step 3: (lines matched, lines parked). A line whose PO does not exist, is another
-    supplier's, or lacks the SKU is parked; so is a second line billing a PO line that another
-    line of this run already billed.
+    supplier's, or lacks the SKU is parked. Several lines may bill one PO line (partial
+    deliveries, several invoices per order): step 5 weighs them together, in order. Lines that
+    earlier nights of the warehouse hold awaiting receipt, and no night has claimed, are carried
+    into this night's match with their own invoice date.
 
     Filled once, like steps 4-6: matches and parked lines commit together, so a run that has its
     matches has its parked lines too, and running the step again adds nothing. The insert needs
@@ -42,7 +34,8 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
         done = await conn.fetchval(
             "SELECT EXISTS (SELECT 1 FROM line_matches WHERE workflow_id = $1)", workflow_id)
         if not done:
-            await _match_lines(conn, workflow_id)
+            await _match_lines(conn, workflow_id, business_date)
+            await conn.execute(_CARRY_HELD, workflow_id, warehouse, business_date)
         matched = await conn.fetchval(
             "SELECT count(*) FROM line_matches WHERE workflow_id = $1", workflow_id
         )
@@ -53,23 +46,18 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
     return int(matched), int(parked)
 
 
-async def _match_lines(conn: asyncpg.Connection, workflow_id: str) -> None:
+async def _match_lines(conn: asyncpg.Connection, workflow_id: str, business_date: date) -> None:
     await conn.execute(
         """
-        WITH candidates AS (
-            SELECT l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise,
-                   row_number() OVER (PARTITION BY p.po_number, p.sku
-                                      ORDER BY l.invoice_no, l.line_no) AS nth
-            FROM invoice_lines l
-            JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
-            JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
-            WHERE l.workflow_id = $1
-        )
-        INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise)
-        SELECT $1, invoice_no, line_no, po_number, sku, unit_price_paise
-        FROM candidates WHERE nth = 1
+        INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
+                                  invoice_date)
+        SELECT $1, l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise, $2
+        FROM invoice_lines l
+        JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
+        JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
+        WHERE l.workflow_id = $1
         """,
-        workflow_id,
+        workflow_id, business_date,
     )
     await conn.execute(
         """
@@ -81,8 +69,7 @@ async def _match_lines(conn: asyncpg.Connection, workflow_id: str) -> None:
                  WHEN o.po_number IS NULL THEN 'no purchase order ' || l.po_number
                  WHEN o.supplier_id <> l.supplier_id
                    THEN 'purchase order ' || l.po_number || ' belongs to ' || o.supplier_id
-                 WHEN p.sku IS NULL THEN 'SKU ' || l.sku || ' is not on ' || l.po_number
-                 ELSE 'PO line ' || l.po_number || '/' || l.sku || ' already billed in this run'
+                 ELSE 'SKU ' || l.sku || ' is not on ' || l.po_number
                END,
                l.qty || ' x ' || l.sku || ' (' || l.description || ') at '
                    || l.unit_price_paise || ' paise'
@@ -98,9 +85,42 @@ async def _match_lines(conn: asyncpg.Connection, workflow_id: str) -> None:
     )
 
 
-async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str) -> int:
-    """Step 4: the snapshot of received stock the run compares against, taken once; returns
-    its lines."""
+# Lines held awaiting receipt by earlier nights of the warehouse and claimed by no live
+# acceptance: copied into this night's lines and matches (carried_from names the night that held
+# them last), so steps 5-8 weigh, claim and book them like the night's own, under this night's keys.
+_CARRY_HELD = """
+WITH open_holds AS (
+    SELECT DISTINCT ON (h.invoice_no, h.line_no) h.*
+    FROM held_lines h
+    WHERE h.warehouse = $2 AND h.invoice_date < $3 AND h.workflow_id <> $1
+      AND NOT EXISTS (SELECT 1 FROM acceptances a
+                      WHERE a.invoice_no = h.invoice_no AND a.line_no = h.line_no AND a.live)
+    ORDER BY h.invoice_no, h.line_no, h.held_until DESC
+), carried AS (
+    INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
+                               description, qty, unit_price_paise)
+    SELECT $1, invoice_no, line_no, supplier_id, po_number, sku, description, qty,
+           unit_price_paise
+    FROM open_holds
+    ON CONFLICT DO NOTHING
+    RETURNING invoice_no, line_no
+)
+INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
+                          invoice_date, carried_from)
+SELECT $1, h.invoice_no, h.line_no, h.po_number, h.sku, p.unit_price_paise, h.invoice_date,
+       h.workflow_id
+FROM open_holds h
+JOIN carried c ON c.invoice_no = h.invoice_no AND c.line_no = h.line_no
+JOIN po_lines p ON p.po_number = h.po_number AND p.sku = h.sku
+"""
+
+
+async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str,
+                     business_date: date) -> int:
+    """Step 4: per PO line the night bills, the snapshot it is weighed against, taken once:
+    received to date (receipts dated on or before the business date, so what a night sees does
+    not depend on when it ran), ordered, and accepted by the live acceptances of earlier nights.
+    Returns its lines."""
     async with pool.acquire() as conn, conn.transaction():
         await lock_run(conn, workflow_id)
         taken = await conn.fetchval(
@@ -110,13 +130,28 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str) -> in
             return int(taken)
         lines = await conn.fetchval(
             """
-            WITH snap AS (
-                INSERT INTO stock_snapshots (workflow_id, po_number, sku, qty_received)
-                SELECT $1, m.po_number, m.sku, coalesce(sum(g.qty_received), 0)
-                FROM (SELECT DISTINCT po_number, sku FROM line_matches WHERE workflow_id = $1) m
-                LEFT JOIN goods_receipts g
-                       ON g.po_number = m.po_number AND g.sku = m.sku AND g.warehouse = $2
-                GROUP BY m.po_number, m.sku
+            WITH m AS (
+                SELECT DISTINCT po_number, sku FROM line_matches WHERE workflow_id = $1
+            ), received AS (
+                SELECT g.po_number, g.sku, sum(g.qty_received) AS qty
+                FROM goods_receipts g JOIN m ON m.po_number = g.po_number AND m.sku = g.sku
+                WHERE g.warehouse = $2 AND g.received_on <= $3
+                GROUP BY g.po_number, g.sku
+            ), prior AS (
+                SELECT a.po_number, a.sku, sum(a.qty_accepted) AS qty
+                FROM acceptances a JOIN m ON m.po_number = a.po_number AND m.sku = a.sku
+                WHERE a.warehouse = $2 AND a.live AND a.business_date < $3
+                  AND a.workflow_id <> $1
+                GROUP BY a.po_number, a.sku
+            ), snap AS (
+                INSERT INTO stock_snapshots (workflow_id, po_number, sku, qty_received,
+                                             qty_ordered, qty_prior)
+                SELECT $1, m.po_number, m.sku, coalesce(r.qty, 0), p.qty_ordered,
+                       coalesce(a.qty, 0)
+                FROM m
+                JOIN po_lines p ON p.po_number = m.po_number AND p.sku = m.sku
+                LEFT JOIN received r ON r.po_number = m.po_number AND r.sku = m.sku
+                LEFT JOIN prior a ON a.po_number = m.po_number AND a.sku = m.sku
                 ORDER BY m.po_number, m.sku  -- key order: each insert lands beside the last
                 RETURNING 1
             )
@@ -124,6 +159,7 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str) -> in
             """,
             workflow_id,
             warehouse,
+            business_date,
         )
         await conn.execute(
             "INSERT INTO stock_snapshot_taken (workflow_id, lines) VALUES ($1, $2)",
@@ -131,62 +167,3 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str) -> in
             lines,
         )
     return int(lines)
-
-
-async def compare_quantities(pool: asyncpg.Pool, workflow_id: str) -> int:
-    """Step 5: one comparison per matched line, invoiced vs received quantity, invoice vs PO
-    price; returns the run's comparisons."""
-    return await _fill_once(
-        pool, workflow_id, "comparisons",
-        """
-            INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
-                                     invoiced_qty, received_qty, invoice_price_paise, po_price_paise)
-            SELECT $1, row_number() OVER (ORDER BY l.invoice_no, l.line_no), l.invoice_no,
-                   l.line_no, l.supplier_id, l.sku, l.qty, s.qty_received, l.unit_price_paise,
-                   m.po_price_paise
-            FROM invoice_lines l
-            JOIN line_matches m ON m.workflow_id = l.workflow_id AND m.invoice_no = l.invoice_no
-                               AND m.line_no = l.line_no
-            JOIN stock_snapshots s ON s.workflow_id = l.workflow_id AND s.po_number = m.po_number
-                                  AND s.sku = m.sku
-            WHERE l.workflow_id = $1
-        """,
-    )
-
-
-async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str) -> int:
-    """Step 6: the run's mismatches, each with its ledger key."""
-    return await _fill_once(
-        pool, workflow_id, "mismatches",
-        """
-            WITH found AS (
-                SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
-                       -- numeric: no product of two bigints can overflow on the way
-                       (invoiced_qty - received_qty)::numeric * invoice_price_paise AS amount,
-                       'billed ' || invoiced_qty || ' x ' || sku || ', received ' || received_qty
-                         AS detail
-                FROM comparisons WHERE workflow_id = $1 AND invoiced_qty <> received_qty
-                UNION ALL
-                SELECT invoice_no, line_no, supplier_id, 'price',
-                       (invoice_price_paise - po_price_paise)::numeric
-                         * least(invoiced_qty, received_qty),
-                       'billed ' || invoice_price_paise || ' paise per ' || sku
-                         || ', PO price ' || po_price_paise
-                FROM comparisons WHERE workflow_id = $1 AND invoice_price_paise <> po_price_paise
-            )
-            INSERT INTO mismatches (workflow_id, seq, reference, invoice_no, line_no, supplier_id,
-                                    kind, amount_paise, detail)
-            SELECT $1, row_number() OVER (ORDER BY invoice_no, line_no, kind),
-                   format($2, invoice_no, line_no, kind),
-                   invoice_no, line_no, supplier_id, kind, amount, detail
-            FROM found WHERE amount <> 0
-        """,
-        row_template(ADJUSTMENT, workflow_id=workflow_id),
-    )
-
-
-async def last_comparison_seq(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
-    """Where step 8's walk over the run's comparisons ends."""
-    return await conn.fetchval(
-        "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id
-    )

@@ -22,6 +22,7 @@ BULK_ROWS = 1000
 WORKING_TABLES = frozenset({
     "run_invoices", "invoice_lines", "extractions", "line_matches", "stock_snapshots",
     "comparisons", "mismatches", "ledger_entries", "stock_movements", "parked_items",
+    "acceptances", "held_lines", "invoice_fingerprints",
 })
 
 

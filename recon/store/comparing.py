@@ -1,0 +1,215 @@
+"""Steps 5 and 6 in SQL: weigh each matched line against its PO line's open quantity, cumulatively
+across nights, and flag the mismatches (docs/design.md §12); and the reads of the comparisons
+the later steps walk.
+
+Per PO line, the open quantity is received to date minus what earlier nights accepted (step 4's
+snapshot). The night's lines of the PO line (its own and those carried from earlier nights) take
+it in order of invoice date, supplier and number, line. A line's outcome:
+
+* it is covered: accepted whole;
+* part of it is not received yet but is within the order, and its grace window is open: held
+  awaiting receipt, whole (nothing accepted, posted, booked or noted), carried to later nights;
+* otherwise: claimed now, accepting what is covered; the rest is a quantity adjustment.
+
+`comparisons.received_qty` is the received quantity a line is credited with (what it accepted):
+step 8 books exactly that, so stock is booked once per received unit.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import asyncpg
+
+from recon.domain.keys import ADJUSTMENT, row_template
+from recon.domain.match_policy import MatchPolicy
+from recon.store.db import lock_run
+
+# One statement: the weighing of every matched line, then the three things it fills (the
+# comparisons and acceptances of what is claimed, the held lines of what waits for its goods).
+_WEIGH = """
+WITH lines AS (
+    SELECT l.invoice_no, l.line_no, l.supplier_id, l.sku, l.description, l.qty,
+           l.unit_price_paise, m.po_number, m.po_price_paise,
+           coalesce(m.invoice_date, $2) AS invoice_date,
+           s.qty_received, coalesce(s.qty_ordered, 2147483647) AS qty_ordered,
+           coalesce(s.qty_prior, 0) AS qty_prior,
+           coalesce(sum(l.qty) OVER (PARTITION BY m.po_number, m.sku
+                                     ORDER BY coalesce(m.invoice_date, $2), l.supplier_id,
+                                              l.invoice_no, l.line_no
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                    0) AS cum_before
+    FROM invoice_lines l
+    JOIN line_matches m ON m.workflow_id = l.workflow_id AND m.invoice_no = l.invoice_no
+                       AND m.line_no = l.line_no
+    JOIN stock_snapshots s ON s.workflow_id = l.workflow_id AND s.po_number = m.po_number
+                          AND s.sku = m.sku
+    WHERE l.workflow_id = $1
+), weighed AS (
+    SELECT *,
+           least(qty, greatest(qty_received - qty_prior - cum_before, 0)) AS take,
+           qty - least(qty, greatest(qty_ordered - qty_prior - cum_before, 0)) AS beyond
+    FROM lines
+), judged AS (
+    SELECT *, (qty - take - beyond > 0 AND $2 < invoice_date + $3::int) AS held
+    FROM weighed
+), compared AS (
+    INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
+                             invoiced_qty, received_qty, invoice_price_paise, po_price_paise,
+                             received_to_date, prior_accepted, beyond_order, po_number)
+    SELECT $1, row_number() OVER (ORDER BY invoice_no, line_no), invoice_no, line_no,
+           supplier_id, sku, qty, take, unit_price_paise, po_price_paise, qty_received,
+           qty_prior + cum_before, beyond, po_number
+    FROM judged WHERE NOT held
+    RETURNING 1
+), accepted AS (
+    INSERT INTO acceptances (workflow_id, invoice_no, line_no, warehouse, business_date,
+                             supplier_id, po_number, sku, qty_accepted)
+    SELECT $1, invoice_no, line_no, $4, $2, supplier_id, po_number, sku, take
+    FROM judged WHERE NOT held
+), held AS (
+    INSERT INTO held_lines (workflow_id, invoice_no, line_no, warehouse, invoice_date,
+                            held_until, supplier_id, po_number, sku, description, qty,
+                            unit_price_paise, qty_open, evidence)
+    SELECT $1, invoice_no, line_no, $4, invoice_date, invoice_date + $3::int, supplier_id,
+           po_number, sku, description, qty, unit_price_paise, take,
+           'billed ' || qty || ' x ' || sku || ' on ' || po_number || ', ' || qty_received
+             || ' received to ' || $2 || ', ' || qty_prior + cum_before
+             || ' billed before; awaiting receipt of ' || (qty - take - beyond)
+             || ' until ' || (invoice_date + $3::int)
+    FROM judged WHERE held
+)
+SELECT count(*) FROM compared
+"""
+
+# Each own invoice's lines as one fingerprint: PO line, quantity and price, as a multiset.
+_FINGERPRINT = """
+INSERT INTO invoice_fingerprints (invoice_no, workflow_id, supplier_id, invoice_date, fingerprint)
+SELECT l.invoice_no, $1, min(l.supplier_id), $2,
+       md5(string_agg(coalesce(l.po_number, '') || '/' || l.sku || ' ' || l.qty || ' @'
+                      || l.unit_price_paise, ','
+                      ORDER BY l.po_number, l.sku, l.qty, l.unit_price_paise))
+FROM invoice_lines l
+WHERE l.workflow_id = $1
+  AND NOT EXISTS (SELECT 1 FROM line_matches m WHERE m.workflow_id = $1
+                  AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no
+                  AND m.carried_from IS NOT NULL)
+GROUP BY l.invoice_no
+"""
+
+# A bill whose fingerprint an earlier bill of the same supplier has (an earlier night, or earlier
+# in this night's order) under another number: a possible duplicate, held at the gate.
+_DUPLICATES = """
+WITH d AS (
+    SELECT DISTINCT ON (f.invoice_no) f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
+    FROM invoice_fingerprints f
+    JOIN invoice_fingerprints e ON e.supplier_id = f.supplier_id AND e.fingerprint = f.fingerprint
+                               AND (e.invoice_date, e.invoice_no) < (f.invoice_date, f.invoice_no)
+    WHERE f.workflow_id = $1
+    ORDER BY f.invoice_no, e.invoice_date, e.invoice_no
+)
+UPDATE invoice_fingerprints t SET duplicate_of = d.dup, duplicate_night = d.night
+FROM d WHERE t.workflow_id = $1 AND t.invoice_no = d.invoice_no
+"""
+
+
+async def compare_quantities(pool: asyncpg.Pool, workflow_id: str, business_date: date,
+                             warehouse: str, policy: MatchPolicy) -> int:
+    """Step 5: weigh the night's matched lines once; returns its comparisons (held lines have
+    none). The first complete weighing stands: a retry, reset or resume finds its rows."""
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_run(conn, workflow_id)
+        done = await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM acceptances WHERE workflow_id = $1)"
+            " OR EXISTS (SELECT 1 FROM held_lines WHERE workflow_id = $1)"
+            " OR EXISTS (SELECT 1 FROM invoice_fingerprints WHERE workflow_id = $1)",
+            workflow_id)
+        if not done:
+            await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days,
+                                warehouse)
+            await conn.execute(_FINGERPRINT, workflow_id, business_date)
+            await conn.execute(_DUPLICATES, workflow_id)
+        return int(await conn.fetchval(
+            "SELECT count(*) FROM comparisons WHERE workflow_id = $1", workflow_id))
+
+
+# The price rule of MatchPolicy.tolerates, in SQL ($3 paise per unit, $4 percent; 0 = not set).
+_PRICE_TOLERATED = """(
+    ($3::bigint > 0 OR $4::float8 > 0)
+    AND ($3::bigint = 0 OR abs(invoice_price_paise - po_price_paise) <= $3::bigint)
+    AND ($4::float8 = 0
+         OR abs(invoice_price_paise - po_price_paise) * 100.0 <= $4::float8 * po_price_paise)
+)"""
+
+_FLAG = """
+WITH c AS (
+    SELECT c.*, f.duplicate_of, f.duplicate_night
+    FROM comparisons c
+    LEFT JOIN invoice_fingerprints f ON f.workflow_id = c.workflow_id
+                                    AND f.invoice_no = c.invoice_no
+    WHERE c.workflow_id = $1
+), found AS (
+    SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
+           -- numeric: no product of two bigints can overflow on the way
+           (invoiced_qty - received_qty)::numeric * invoice_price_paise AS amount,
+           'billed ' || invoiced_qty || ' x ' || sku
+             || CASE WHEN received_to_date IS NULL THEN ', received ' || received_qty
+                ELSE ', ' || received_to_date || ' received to date, '
+                     || coalesce(prior_accepted, 0) || ' billed before'
+                     || coalesce(': ' || (
+                          SELECT string_agg(a.invoice_no || ' (night of ' || a.business_date
+                                            || ')', ', ' ORDER BY a.business_date, a.invoice_no)
+                          FROM (SELECT a.invoice_no, a.business_date FROM acceptances a
+                                WHERE a.warehouse = $5 AND a.po_number = c.po_number
+                                  AND a.sku = c.sku AND a.live AND a.business_date < $6
+                                  AND a.workflow_id <> $1 AND a.qty_accepted > 0
+                                ORDER BY a.business_date DESC, a.invoice_no LIMIT 3) a), '')
+                     || ', ' || received_qty || ' accepted'
+                     || CASE WHEN beyond_order > 0
+                             THEN ', ' || beyond_order || ' beyond the order' ELSE '' END
+                END
+             || coalesce(', possible duplicate of ' || duplicate_of
+                         || ' (' || duplicate_night || ')', '') AS detail
+    FROM c WHERE invoiced_qty <> received_qty
+    UNION ALL
+    SELECT invoice_no, line_no, supplier_id, 'price',
+           (invoice_price_paise - po_price_paise)::numeric * received_qty,
+           'billed ' || invoice_price_paise || ' paise per ' || sku
+             || ', PO price ' || po_price_paise
+             || coalesce(', possible duplicate of ' || duplicate_of
+                         || ' (' || duplicate_night || ')', '')
+    FROM c WHERE invoice_price_paise <> po_price_paise AND NOT """ + _PRICE_TOLERATED + """
+)
+INSERT INTO mismatches (workflow_id, seq, reference, invoice_no, line_no, supplier_id,
+                        kind, amount_paise, detail)
+SELECT $1, row_number() OVER (ORDER BY invoice_no, line_no, kind),
+       format($2, invoice_no, line_no, kind),
+       invoice_no, line_no, supplier_id, kind, amount, detail
+FROM found WHERE amount <> 0
+"""
+
+
+async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str, business_date: date,
+                          warehouse: str, policy: MatchPolicy) -> int:
+    """Step 6: the run's mismatches, each with its ledger key; filled once. A quantity mismatch
+    is the billed units no received unit covers, at the invoice price; a price mismatch, the
+    difference beyond the tolerance on the units accepted."""
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_run(conn, workflow_id)
+        have = await conn.fetchval(
+            "SELECT count(*) FROM mismatches WHERE workflow_id = $1", workflow_id)
+        if not have:
+            await conn.execute(
+                _FLAG, workflow_id, row_template(ADJUSTMENT, workflow_id=workflow_id),
+                policy.price_tolerance_paise, policy.price_tolerance_percent, warehouse,
+                business_date)
+            have = await conn.fetchval(
+                "SELECT count(*) FROM mismatches WHERE workflow_id = $1", workflow_id)
+    return int(have)
+
+
+async def last_comparison_seq(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
+    """Where step 8's walk over the run's comparisons ends."""
+    return await conn.fetchval(
+        "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id
+    )

@@ -1,0 +1,77 @@
+-- The cumulative three-way match (docs/design.md §12): quantities are weighed per PO line across
+-- nights, not per night.
+--
+-- Step 4's snapshot keeps, per PO line, what the night weighs its lines against: received to date
+-- (receipts dated on or before the business date), ordered, and what earlier nights accepted.
+ALTER TABLE stock_snapshots ADD COLUMN qty_ordered bigint;
+ALTER TABLE stock_snapshots ADD COLUMN qty_prior bigint;
+ALTER TABLE stock_snapshots ALTER COLUMN qty_received TYPE bigint;
+
+-- A line's invoice date orders the night's lines of one PO line; a line carried from an earlier
+-- night (held awaiting receipt there) names that night.
+ALTER TABLE line_matches ADD COLUMN invoice_date date;
+ALTER TABLE line_matches ADD COLUMN carried_from text;
+
+-- The evidence a quantity mismatch names: received to date and accepted on earlier bills.
+ALTER TABLE comparisons ADD COLUMN received_to_date bigint;
+ALTER TABLE comparisons ADD COLUMN prior_accepted bigint;
+ALTER TABLE comparisons ADD COLUMN beyond_order bigint;
+ALTER TABLE comparisons ADD COLUMN po_number text;
+
+-- What each night accepted of each PO line: the open quantity a later night sees is received to
+-- date minus the live acceptances of earlier nights. Written with the night's comparisons (step 5);
+-- an undo of the night (or of one supplier) makes its rows not live, a redo's stock booking makes
+-- them live again. One live acceptance per invoice line, whichever night makes it: a line held
+-- awaiting receipt is claimed once.
+CREATE TABLE acceptances (
+    workflow_id   text    NOT NULL,
+    invoice_no    text    NOT NULL,
+    line_no       integer NOT NULL,
+    warehouse     text    NOT NULL,
+    business_date date    NOT NULL,
+    supplier_id   text    NOT NULL,
+    po_number     text    NOT NULL,
+    sku           text    NOT NULL,
+    qty_accepted  bigint  NOT NULL CHECK (qty_accepted >= 0),
+    live          boolean NOT NULL DEFAULT true,
+    PRIMARY KEY (workflow_id, invoice_no, line_no)
+);
+CREATE UNIQUE INDEX acceptances_one_live_claim ON acceptances (invoice_no, line_no) WHERE live;
+CREATE INDEX acceptances_po_line ON acceptances (warehouse, po_number, sku, business_date)
+    INCLUDE (qty_accepted, workflow_id) WHERE live;
+
+-- Lines a night held awaiting receipt: billed beyond what was received but within the order,
+-- inside the grace window. Nothing was posted for them; each later night of the warehouse carries
+-- them into its own match until one claims them (an acceptance) on or before `held_until`.
+CREATE TABLE held_lines (
+    workflow_id      text    NOT NULL,
+    invoice_no       text    NOT NULL,
+    line_no          integer NOT NULL,
+    warehouse        text    NOT NULL,
+    invoice_date     date    NOT NULL,
+    held_until       date    NOT NULL,
+    supplier_id      text    NOT NULL,
+    po_number        text    NOT NULL,
+    sku              text    NOT NULL,
+    description      text    NOT NULL,
+    qty              integer NOT NULL,
+    unit_price_paise bigint  NOT NULL,
+    qty_open         bigint  NOT NULL,
+    evidence         text    NOT NULL,
+    PRIMARY KEY (workflow_id, invoice_no, line_no)
+);
+CREATE INDEX held_lines_warehouse ON held_lines (warehouse, invoice_date);
+
+-- Each invoice's lines as a fingerprint (PO line, quantity, price; as a multiset): a bill that
+-- repeats an earlier bill of the same supplier under another number is a possible duplicate.
+CREATE TABLE invoice_fingerprints (
+    invoice_no    text NOT NULL,
+    workflow_id   text NOT NULL,
+    supplier_id   text NOT NULL,
+    invoice_date  date NOT NULL,
+    fingerprint   text NOT NULL,
+    duplicate_of  text,
+    duplicate_night text,
+    PRIMARY KEY (workflow_id, invoice_no)
+);
+CREATE INDEX invoice_fingerprints_supplier ON invoice_fingerprints (supplier_id, fingerprint);
