@@ -23,6 +23,7 @@ from activities.resources import Room
 from activities.step import business_step, last_progress
 from recon.domain.keys import fence_scope
 from recon.domain.models import PostInput, PostResult
+from recon.store import acceptances
 from recon.store.comparing import last_comparison_seq
 from recon.store.generations import current_generation
 from recon.store.ledger import (
@@ -104,6 +105,9 @@ class PostingActivities(Room):
             if last_seq >= BULK_ROWS:
                 await refresh_statistics(conn, "stock_movements")
             expected = await verify_movements(conn, job.workflow_id, job.supplier_id)
+            # A redo after an undo takes its quantities again (a first run's are live already).
+            if undone:
+                await acceptances.revive(conn, job.workflow_id, job.supplier_id)
         return PostResult(
             expected=expected, inserted=inserted, already_there=walked - inserted,
             walked_again=walked - inserted, started_at=started_after,

@@ -18,7 +18,7 @@ from recon.domain.keys import fence_scope, undo_key, withdrawal_key
 from recon.domain.models import GenerationRequest, Reversed, UndoRequest
 from recon.mail.documents import render_withdrawal
 from recon.runtime import failpoints
-from recon.store import generations
+from recon.store import acceptances, generations
 from recon.store.ledger import LedgerEntry, post_entries
 from recon.store.outbox import Message, enqueue
 from recon.store.reversals import Scope, plan_undo, reversed_paise
@@ -105,6 +105,11 @@ class UndoActivities(Room):
         async with pool.acquire() as conn:
             for batch in _batches(moves, "reverse_stock_movements", self.settings.post_batch_size):
                 done += await move_stock(conn, batch, fence)
+            # What the reversed lines accepted of their PO lines is open again for later nights
+            # (and for this night's redo): by line for an undo of named entries, else the scope.
+            await acceptances.retire(
+                conn, req.run_workflow_id, req.supplier_id,
+                [(m["invoice_no"], m["line_no"]) for m in plan.stock] if req.references else None)
         return Reversed(count=done)
 
     @activity.defn(name="reverse_ledger_entries")

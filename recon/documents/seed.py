@@ -55,8 +55,12 @@ def night_chunks(plan: NightPlan, size: int | None = None,
             for j in range(plan.lines_of[i])
         ]
         chunk.purchase_orders.append((po_number, supplier[0], warehouse, ordered_on))
-        for sku, desc, ordered, price in lines:
-            chunk.po_lines.append((po_number, sku, desc, ordered, price))
+        # A short delivery is an over-bill of a closed order: the PO was for what arrived, so
+        # the units billed beyond it are a quantity adjustment the same night (a bill within
+        # its order but ahead of its goods would be held awaiting receipt instead).
+        for j, (sku, desc, ordered, price) in enumerate(lines):
+            chunk.po_lines.append((po_number, sku, desc, plan.received.get(base + j, ordered),
+                                   price))
         clean = i not in plan.unreadable and i not in plan.no_po
         for j, (sku, _desc, ordered, _price) in enumerate(lines):
             if clean:

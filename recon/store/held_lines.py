@@ -1,0 +1,30 @@
+"""Lines held awaiting receipt (docs/design.md §12): billed beyond what was received to date but
+within the order, inside the grace window. A night's summary, `recon status` and `recon inspect`
+list what the night left held; a later night carries them into its own match (recon/store/
+matching.py) until one claims them."""
+
+from __future__ import annotations
+
+import asyncpg
+
+_STILL_HELD = """
+SELECT h.invoice_no, h.line_no, h.supplier_id, h.po_number, h.sku, h.qty, h.qty_open,
+       h.unit_price_paise, h.invoice_date, h.held_until, h.evidence,
+       (h.qty::numeric * h.unit_price_paise) AS billed_paise
+FROM held_lines h
+WHERE h.workflow_id = $1
+ORDER BY h.invoice_no, h.line_no
+"""
+
+
+async def held_by(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> list[dict]:
+    """The lines this night held awaiting receipt (a later night may have claimed them since)."""
+    return [dict(r) for r in await conn.fetch(_STILL_HELD, workflow_id)]
+
+
+async def held_count(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
+    """(lines held by this night, their billed value in paise)."""
+    row = await conn.fetchrow(
+        "SELECT count(*) AS n, coalesce(sum(qty::numeric * unit_price_paise), 0) AS paise"
+        " FROM held_lines WHERE workflow_id = $1", workflow_id)
+    return int(row["n"]), int(row["paise"])
