@@ -148,7 +148,7 @@ class HandoverActivities(Room):
         # The three reads are independent scans of the night: side by side on the pool.
         ledger, stock, figures = await asyncio.gather(
             failed(verify_adjustments), failed(verify_movements),
-            gate_store.gate_figures(pool, gate.workflow_id))
+            gate_store.gate_figures(pool, gate.workflow_id, gate.supplier_id))
         reasons = [reason for reason in (ledger, stock) if reason]
         unverified = bool(reasons)
         # The worker's policy, whatever the run's input carries (older runs carry limits there).

@@ -18,6 +18,7 @@ class Figures(Protocol):
     invoiced: int
     largest_supplier: str | None
     largest_supplier_moved: int
+    duplicates: tuple[tuple[str, str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -55,4 +56,8 @@ def reasons_to_hold(f: Figures, policy: GatePolicy) -> list[str]:
         reasons.append(f"adjustments for {f.largest_supplier} move "
                        f"{rupees(f.largest_supplier_moved)}, above the "
                        f"{rupees(policy.max_supplier_paise)} threshold for one supplier")
+    # Whatever the quantities say: a bill repeating an earlier one is for a person to judge.
+    for invoice, earlier, night in f.duplicates:
+        reasons.append(f"{invoice} is a possible duplicate of {earlier} (night {night}): the same "
+                       "PO lines, quantities and prices under another number")
     return reasons

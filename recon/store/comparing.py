@@ -98,7 +98,10 @@ GROUP BY l.invoice_no
 """
 
 # A bill whose fingerprint an earlier bill of the same supplier has (an earlier night, or earlier
-# in this night's order) under another number: a possible duplicate, held at the gate.
+# in this night's order) under another number, and for which the order has no room: some line of
+# it goes beyond the quantity ordered, counting the earlier bills. That is a possible duplicate,
+# held at the gate, whatever the receipts say. A repeat the order has room for (100 and 100 more
+# of a PO line of 200) is an expected partial bill.
 _DUPLICATES = """
 WITH d AS (
     SELECT DISTINCT ON (f.invoice_no) f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
@@ -106,6 +109,13 @@ WITH d AS (
     JOIN invoice_fingerprints e ON e.supplier_id = f.supplier_id AND e.fingerprint = f.fingerprint
                                AND (e.invoice_date, e.invoice_no) < (f.invoice_date, f.invoice_no)
     WHERE f.workflow_id = $1
+      AND EXISTS (SELECT 1 FROM comparisons c WHERE c.workflow_id = $1
+                  AND c.invoice_no = f.invoice_no AND c.beyond_order > 0)
+      -- an earlier bill counts while it stands: billed in this night, accepted by a live
+      -- acceptance, or held awaiting receipt (an undone bill is no longer on the books)
+      AND (e.workflow_id = $1
+           OR EXISTS (SELECT 1 FROM acceptances a WHERE a.invoice_no = e.invoice_no AND a.live)
+           OR EXISTS (SELECT 1 FROM held_lines h WHERE h.invoice_no = e.invoice_no))
     ORDER BY f.invoice_no, e.invoice_date, e.invoice_no
 )
 UPDATE invoice_fingerprints t SET duplicate_of = d.dup, duplicate_night = d.night

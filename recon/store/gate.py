@@ -23,6 +23,22 @@ class GateFigures:
     invoiced: int  # paise
     largest_supplier: str | None  # the supplier with the largest sum of |adjustments|
     largest_supplier_moved: int
+    # possible duplicate bills of the night: (invoice, the earlier bill it repeats, its night)
+    duplicates: tuple[tuple[str, str, str], ...] = ()
+
+
+# Invoices of the night (in scope, not parked whole) whose lines repeat an earlier bill of their
+# supplier under another number (recon/store/comparing.py): each is held for a person.
+_DUPLICATES = """
+SELECT f.invoice_no, f.duplicate_of, f.duplicate_night
+FROM invoice_fingerprints f
+WHERE f.workflow_id = $1 AND f.duplicate_of IS NOT NULL
+  AND ($2::text IS NULL OR f.supplier_id = $2)
+  AND NOT EXISTS (SELECT 1 FROM parked_items p WHERE p.workflow_id = f.workflow_id
+                  AND p.invoice_no = f.invoice_no AND p.line_no IS NULL)
+ORDER BY f.invoice_no
+LIMIT 50
+"""
 
 
 _FIGURES = """
@@ -40,11 +56,15 @@ LEFT JOIN (SELECT supplier_id, sum(abs(amount_paise)) AS moved FROM open_mismatc
 """
 
 
-async def gate_figures(pool: asyncpg.Pool, workflow_id: str) -> GateFigures:
+async def gate_figures(pool: asyncpg.Pool, workflow_id: str,
+                       supplier_id: str | None = None) -> GateFigures:
     row = await pool.fetchrow(_FIGURES, workflow_id)
+    duplicates = await pool.fetch(_DUPLICATES, workflow_id, supplier_id)
     return GateFigures(
         invoices=int(row["invoices"]), parked=int(row["parked"]), moved=int(row["moved"]),
         net=int(row["net"]), invoiced=int(row["invoiced"]),
         largest_supplier=row["largest_supplier"],
         largest_supplier_moved=int(row["largest_supplier_moved"]),
+        duplicates=tuple((d["invoice_no"], d["duplicate_of"], d["duplicate_night"])
+                         for d in duplicates),
     )

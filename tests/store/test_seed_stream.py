@@ -1,8 +1,9 @@
 """The seed streams (chunks of invoices, one transaction) and still writes exactly the night it
 wrote before it streamed: the digests below were computed from the in-memory seed it replaced
-(commit 11bd325, `plan_night` building every row as a list) for the same arguments, and renewed once when the cumulative match came: a short delivery's PO
-line now orders what arrived (an over-bill of a closed order), so `po_lines.qty_ordered` of those
-lines changed and no other row did. The 5-invoice night without mismatches kept its digest."""
+(commit 11bd325, `plan_night` building every row as a list) for the same arguments. They were
+renewed once, when the cumulative match came: a short delivery's PO line now orders what arrived
+(an over-bill of a closed order), so `po_lines.qty_ordered` of those lines changed and no other
+row did. The 5-invoice night without mismatches kept its digest."""
 
 from __future__ import annotations
 

@@ -61,6 +61,7 @@ CREATE TABLE held_lines (
     PRIMARY KEY (workflow_id, invoice_no, line_no)
 );
 CREATE INDEX held_lines_warehouse ON held_lines (warehouse, invoice_date);
+CREATE INDEX held_lines_invoice ON held_lines (invoice_no, line_no);
 
 -- Each invoice's lines as a fingerprint (PO line, quantity, price; as a multiset): a bill that
 -- repeats an earlier bill of the same supplier under another number is a possible duplicate.
