@@ -11,9 +11,11 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
+from recon.domain.keys import night_of
 from recon.domain.match_policy import MatchPolicy
-from recon.domain.models import Count, StepInput
+from recon.domain.models import Count, PostInput, StepInput
 from recon.store import comparing, invoices, matching
+from recon.store.generations import current_generation
 from recon.store.statistics import refresh_statistics
 
 
@@ -74,4 +76,19 @@ class ReadingActivities(Room):
             self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
             MatchPolicy.of(self.settings))
         await refresh_statistics(self.pool, "mismatches")
+        return Count(count=flagged)
+
+    @activity.defn(name="weigh_again")
+    @business_step
+    async def weigh_again(self, job: PostInput) -> Count:
+        """A redo's steps 4-6 in its scope, once per generation: the undo opened quantities, so
+        the redo weighs against what is open now (docs/design.md §12)."""
+        night = night_of(job.workflow_id)
+        if night is None:  # a redo is always of a night; its id says which
+            raise ValueError(f"{job.workflow_id!r} is not a night's workflow id")
+        generation = await current_generation(self.pool, job.workflow_id)
+        flagged = await comparing.weigh_again(
+            self.pool, job.workflow_id, date.fromisoformat(night[0]), job.warehouse,
+            MatchPolicy.of(self.settings), job.supplier_id, generation)
+        await refresh_statistics(self.pool, "comparisons", "mismatches", "acceptances")
         return Count(count=flagged)

@@ -34,6 +34,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
         reading.read_stock,
         reading.compare_quantities,
         reading.flag_mismatches,
+        reading.weigh_again,
         posting.post_adjustments,
         posting.update_stock,
         messages.send_debit_notes,

@@ -48,6 +48,7 @@ T = TypeVar("T")
 
 # Patches (workflow.patched): runs started by older code replay the way they were recorded.
 RESUME_RERUNS_STEP = "resume-reruns-failed-step"
+REDO_WEIGHS_AGAIN = "redo-weighs-again"  # a redo weighs its scope again before it posts
 
 
 @workflow.defn
@@ -141,10 +142,14 @@ class NightlyReconciliation:
         wf = self._wf
         self._progress = Progress(workflow_id=wf)
         display.set_status(self._progress, RunStatus.RUNNING)
-        if req.redo_of is None:
-            await self._read_and_compare(req)
         post = PostInput(workflow_id=wf, warehouse=req.warehouse, batch_size=req.post_batch_size,
                          supplier_id=req.redo_supplier)
+        if req.redo_of is None:
+            await self._read_and_compare(req)
+        elif workflow.patched(REDO_WEIGHS_AGAIN):
+            # The undo opened quantities: weigh what is open now (steps 4-6 in the redo's scope).
+            await self._step(steps.COMPARE_QUANTITIES.name,
+                             lambda: self._act(ReadingActivities.weigh_again, post))
         outbox = OutboxInput(
             workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse,
             supplier_id=req.redo_supplier,

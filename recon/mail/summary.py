@@ -18,6 +18,7 @@ from recon.domain.models import RunSummary
 from recon.mail.documents import Document, claim_number, templates
 from recon.mail.report import Delivery, delivery
 from recon.store.credit_notes import credit_notes_of_night, debit_note_keys
+from recon.store.held_lines import held_by
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
 from recon.store.mail_handovers import run_handovers
 from recon.store.model_calls import model_bill
@@ -37,6 +38,7 @@ class SummaryData:
     withdrawals: Delivery
     model_bill: str = ""
     credit_notes: list[dict] = field(default_factory=list)  # suppliers' credit notes of the night
+    held: list[dict] = field(default_factory=list)  # lines held awaiting receipt (not claimed)
 
 
 async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> SummaryData:
@@ -54,6 +56,7 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         withdrawals=await delivery(conn, workflow_id, "withdrawal"),
         model_bill=(await model_bill(conn, workflow_id)).line(),
         credit_notes=await _credit_notes(conn, business_date, warehouse),
+        held=await held_by(conn, workflow_id),
     )
 
 

@@ -11,6 +11,7 @@ from recon.domain.errors import UnknownRun
 from recon.domain.labels import RECON_STATUS, RunStatus
 from recon.ops.history import read_history
 from recon.store import inspection as store
+from recon.store.held_lines import held_by
 from recon.store.model_calls import model_bill
 
 
@@ -21,6 +22,13 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
     counts.update(model_calls=bill.answered, model_requests=bill.requests,
                   model_tokens=bill.tokens, model_cost_usd=bill.cost_usd)
     facts: dict = {"run": workflow_id}
+    # Lines the night held awaiting receipt (billed ahead of their goods), as the JSON reads them.
+    held = [
+        {"invoice": h["invoice_no"], "line": h["line_no"], "supplier": h["supplier_id"],
+         "po": h["po_number"], "sku": h["sku"], "billed": h["qty"], "covered": h["qty_open"],
+         "held_until": h["held_until"].isoformat(), "evidence": h["evidence"]}
+        for h in await held_by(pool, workflow_id)
+    ]
     try:
         handle = client.get_workflow_handle(workflow_id)
         description = await handle.describe()
@@ -31,7 +39,7 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
             raise UnknownRun(f"no run {workflow_id!r}: check the id with `recon handovers` "
                              "or the Web UI") from None
         facts.update(status="unknown", activity_retries=None, history_events=None, steps={})
-        facts.update(counts)
+        facts.update(counts, held_lines=held)
         return facts
     status = description.status or WorkflowExecutionStatus.RUNNING
     business = description.typed_search_attributes.get(RECON_STATUS)
@@ -55,7 +63,7 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
             for name, s in history.steps.items()
         },
     )
-    facts.update(counts)
+    facts.update(counts, held_lines=held)
     return facts
 
 

@@ -74,6 +74,11 @@ class StatusReport:
             f"stock movements: {c['stock_live']} live, {c['stock_reversals']} opposite",
             f"debit notes: {c['debit_notes']}, withdrawals {c['withdrawals']}",
             f"handovers: {c['handovers_pending']} pending of {c['handovers']}",
+            *([f"awaiting receipt: {c['awaiting_receipt']} lines held (billed ahead of their goods;"
+               " matched again each night until their window closes): recon inspect "
+               f"{self.run.workflow_id} --json"] if c["awaiting_receipt"] else []),
+            *([f"possible duplicates: {c['possible_duplicates']} bills repeat an earlier bill"]
+              if c["possible_duplicates"] else []),
         ]
 
 

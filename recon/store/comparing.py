@@ -24,6 +24,7 @@ import asyncpg
 from recon.domain.keys import ADJUSTMENT, row_template
 from recon.domain.match_policy import MatchPolicy
 from recon.store.db import lock_run
+from recon.store.matching import snapshot_missing
 
 # One statement: the weighing of every matched line, then the three things it fills (the
 # comparisons and acceptances of what is claimed, the held lines of what waits for its goods).
@@ -44,7 +45,7 @@ WITH lines AS (
                        AND m.line_no = l.line_no
     JOIN stock_snapshots s ON s.workflow_id = l.workflow_id AND s.po_number = m.po_number
                           AND s.sku = m.sku
-    WHERE l.workflow_id = $1
+    WHERE l.workflow_id = $1 AND ($5::text IS NULL OR l.supplier_id = $5)
 ), weighed AS (
     SELECT *,
            least(qty, greatest(qty_received - qty_prior - cum_before, 0)) AS take,
@@ -57,7 +58,7 @@ WITH lines AS (
     INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
                              invoiced_qty, received_qty, invoice_price_paise, po_price_paise,
                              received_to_date, prior_accepted, beyond_order, po_number)
-    SELECT $1, row_number() OVER (ORDER BY invoice_no, line_no), invoice_no, line_no,
+    SELECT $1, $6 + row_number() OVER (ORDER BY invoice_no, line_no), invoice_no, line_no,
            supplier_id, sku, qty, take, unit_price_paise, po_price_paise, qty_received,
            qty_prior + cum_before, beyond, po_number
     FROM judged WHERE NOT held
@@ -90,7 +91,7 @@ SELECT l.invoice_no, $1, min(l.supplier_id), $2,
                       || l.unit_price_paise, ','
                       ORDER BY l.po_number, l.sku, l.qty, l.unit_price_paise))
 FROM invoice_lines l
-WHERE l.workflow_id = $1
+WHERE l.workflow_id = $1 AND ($3::text IS NULL OR l.supplier_id = $3)
   AND NOT EXISTS (SELECT 1 FROM line_matches m WHERE m.workflow_id = $1
                   AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no
                   AND m.carried_from IS NOT NULL)
@@ -135,12 +136,20 @@ async def compare_quantities(pool: asyncpg.Pool, workflow_id: str, business_date
             " OR EXISTS (SELECT 1 FROM invoice_fingerprints WHERE workflow_id = $1)",
             workflow_id)
         if not done:
-            await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days,
-                                warehouse)
-            await conn.execute(_FINGERPRINT, workflow_id, business_date)
-            await conn.execute(_DUPLICATES, workflow_id)
+            await _weigh(conn, workflow_id, business_date, warehouse, policy, None)
         return int(await conn.fetchval(
             "SELECT count(*) FROM comparisons WHERE workflow_id = $1", workflow_id))
+
+
+async def _weigh(conn: asyncpg.Connection, workflow_id: str, business_date: date,
+                 warehouse: str, policy: MatchPolicy, supplier_id: str | None) -> None:
+    """Weigh the night's lines (or one supplier's), numbering comparisons after those kept."""
+    after = await conn.fetchval(
+        "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id)
+    await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days, warehouse,
+                        supplier_id, after)
+    await conn.execute(_FINGERPRINT, workflow_id, business_date, supplier_id)
+    await conn.execute(_DUPLICATES, workflow_id)
 
 
 # The price rule of MatchPolicy.tolerates, in SQL ($3 paise per unit, $4 percent; 0 = not set).
@@ -157,7 +166,7 @@ WITH c AS (
     FROM comparisons c
     LEFT JOIN invoice_fingerprints f ON f.workflow_id = c.workflow_id
                                     AND f.invoice_no = c.invoice_no
-    WHERE c.workflow_id = $1
+    WHERE c.workflow_id = $1 AND ($7::text IS NULL OR c.supplier_id = $7)
 ), found AS (
     SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
            -- numeric: no product of two bigints can overflow on the way
@@ -192,7 +201,7 @@ WITH c AS (
 )
 INSERT INTO mismatches (workflow_id, seq, reference, invoice_no, line_no, supplier_id,
                         kind, amount_paise, detail)
-SELECT $1, row_number() OVER (ORDER BY invoice_no, line_no, kind),
+SELECT $1, $8 + row_number() OVER (ORDER BY invoice_no, line_no, kind),
        format($2, invoice_no, line_no, kind),
        invoice_no, line_no, supplier_id, kind, amount, detail
 FROM found WHERE amount <> 0
@@ -209,13 +218,57 @@ async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str, business_date: d
         have = await conn.fetchval(
             "SELECT count(*) FROM mismatches WHERE workflow_id = $1", workflow_id)
         if not have:
-            await conn.execute(
-                _FLAG, workflow_id, row_template(ADJUSTMENT, workflow_id=workflow_id),
-                policy.price_tolerance_paise, policy.price_tolerance_percent, warehouse,
-                business_date)
+            await _flag(conn, workflow_id, business_date, warehouse, policy, None)
             have = await conn.fetchval(
                 "SELECT count(*) FROM mismatches WHERE workflow_id = $1", workflow_id)
     return int(have)
+
+
+async def _flag(conn: asyncpg.Connection, workflow_id: str, business_date: date,
+                warehouse: str, policy: MatchPolicy, supplier_id: str | None) -> None:
+    after = await conn.fetchval(
+        "SELECT coalesce(max(seq), 0) FROM mismatches WHERE workflow_id = $1", workflow_id)
+    await conn.execute(
+        _FLAG, workflow_id, row_template(ADJUSTMENT, workflow_id=workflow_id),
+        policy.price_tolerance_paise, policy.price_tolerance_percent, warehouse, business_date,
+        supplier_id, after)
+
+
+# What a redo weighs again, in its scope: everything steps 4-6 derived, never what step 3 matched.
+_FORGET = (
+    "DELETE FROM mismatches WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
+    "DELETE FROM comparisons WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
+    "DELETE FROM acceptances WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
+    "DELETE FROM held_lines WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
+    "DELETE FROM invoice_fingerprints WHERE workflow_id = $1"
+    " AND ($2::text IS NULL OR supplier_id = $2)",
+    "DELETE FROM stock_snapshots s WHERE s.workflow_id = $1 AND ($2::text IS NULL OR EXISTS ("
+    " SELECT 1 FROM purchase_orders o WHERE o.po_number = s.po_number AND o.supplier_id = $2))",
+)
+
+
+async def weigh_again(pool: asyncpg.Pool, workflow_id: str, business_date: date,
+                      warehouse: str, policy: MatchPolicy, supplier_id: str | None,
+                      generation: int) -> int:
+    """A redo after an undo weighs its scope again (steps 4-6) before it posts: the undo opened
+    quantities (its own and maybe an earlier night's), and the redo takes what is open now, not
+    what was open when the night first ran. Once per (scope, generation): a retried or reset
+    redo finds the weighing done and posts what it found. Returns the scope's mismatches."""
+    scope = supplier_id or ""
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_run(conn, workflow_id)
+        fresh = await conn.fetchval(
+            "INSERT INTO reweighings (workflow_id, scope, generation) VALUES ($1, $2, $3)"
+            " ON CONFLICT DO NOTHING RETURNING 1", workflow_id, scope, generation)
+        if fresh:
+            for statement in _FORGET:
+                await conn.execute(statement, workflow_id, supplier_id)
+            await snapshot_missing(conn, workflow_id, warehouse, business_date)
+            await _weigh(conn, workflow_id, business_date, warehouse, policy, supplier_id)
+            await _flag(conn, workflow_id, business_date, warehouse, policy, supplier_id)
+        return int(await conn.fetchval(
+            "SELECT count(*) FROM mismatches WHERE workflow_id = $1"
+            " AND ($2::text IS NULL OR supplier_id = $2)", workflow_id, supplier_id))
 
 
 async def last_comparison_seq(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:

@@ -23,6 +23,9 @@ SELECT
   (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note') AS debit_notes,
   (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'withdrawal') AS withdrawals,
   (SELECT count(*) FROM parked_items WHERE workflow_id = $1) AS parked,
+  (SELECT count(*) FROM held_lines WHERE workflow_id = $1) AS awaiting_receipt,
+  (SELECT count(*) FROM invoice_fingerprints WHERE workflow_id = $1
+      AND duplicate_of IS NOT NULL) AS possible_duplicates,
   (SELECT count(*) FROM handovers WHERE workflow_id = $1) AS handovers,
   (SELECT count(*) FROM handovers WHERE workflow_id = $1 AND decision IS NULL)
       AS handovers_pending
@@ -55,6 +58,9 @@ SELECT
       AS stock_reversals,
   (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note') AS debit_notes,
   (SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'withdrawal') AS withdrawals,
+  (SELECT count(*) FROM held_lines WHERE workflow_id = $1) AS awaiting_receipt,
+  (SELECT count(*) FROM invoice_fingerprints WHERE workflow_id = $1
+      AND duplicate_of IS NOT NULL) AS possible_duplicates,
   (SELECT count(*) FROM handovers WHERE workflow_id = $1) AS handovers,
   (SELECT count(*) FROM handovers WHERE workflow_id = $1 AND decision IS NULL)
       AS handovers_pending

@@ -128,42 +128,50 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str,
         )
         if taken is not None:
             return int(taken)
-        lines = await conn.fetchval(
-            """
-            WITH m AS (
-                SELECT DISTINCT po_number, sku FROM line_matches WHERE workflow_id = $1
-            ), received AS (
-                SELECT g.po_number, g.sku, sum(g.qty_received) AS qty
-                FROM goods_receipts g JOIN m ON m.po_number = g.po_number AND m.sku = g.sku
-                WHERE g.warehouse = $2 AND g.received_on <= $3
-                GROUP BY g.po_number, g.sku
-            ), prior AS (
-                SELECT a.po_number, a.sku, sum(a.qty_accepted) AS qty
-                FROM acceptances a JOIN m ON m.po_number = a.po_number AND m.sku = a.sku
-                WHERE a.warehouse = $2 AND a.live AND a.business_date < $3
-                  AND a.workflow_id <> $1
-                GROUP BY a.po_number, a.sku
-            ), snap AS (
-                INSERT INTO stock_snapshots (workflow_id, po_number, sku, qty_received,
-                                             qty_ordered, qty_prior)
-                SELECT $1, m.po_number, m.sku, coalesce(r.qty, 0), p.qty_ordered,
-                       coalesce(a.qty, 0)
-                FROM m
-                JOIN po_lines p ON p.po_number = m.po_number AND p.sku = m.sku
-                LEFT JOIN received r ON r.po_number = m.po_number AND r.sku = m.sku
-                LEFT JOIN prior a ON a.po_number = m.po_number AND a.sku = m.sku
-                ORDER BY m.po_number, m.sku  -- key order: each insert lands beside the last
-                RETURNING 1
-            )
-            SELECT count(*) FROM snap
-            """,
-            workflow_id,
-            warehouse,
-            business_date,
-        )
+        lines = await snapshot_missing(conn, workflow_id, warehouse, business_date)
         await conn.execute(
             "INSERT INTO stock_snapshot_taken (workflow_id, lines) VALUES ($1, $2)",
             workflow_id,
             lines,
         )
     return int(lines)
+
+
+# Step 4's snapshot of the PO lines the night matched and has no snapshot of yet (all of them on
+# a first run; the scope a redo forgot, when it weighs again).
+_SNAPSHOT = """
+WITH m AS (
+    SELECT DISTINCT lm.po_number, lm.sku FROM line_matches lm
+    WHERE lm.workflow_id = $1 AND NOT EXISTS (
+        SELECT 1 FROM stock_snapshots s
+        WHERE s.workflow_id = $1 AND s.po_number = lm.po_number AND s.sku = lm.sku)
+), received AS (
+    SELECT g.po_number, g.sku, sum(g.qty_received) AS qty
+    FROM goods_receipts g JOIN m ON m.po_number = g.po_number AND m.sku = g.sku
+    WHERE g.warehouse = $2 AND g.received_on <= $3
+    GROUP BY g.po_number, g.sku
+), prior AS (
+    SELECT a.po_number, a.sku, sum(a.qty_accepted) AS qty
+    FROM acceptances a JOIN m ON m.po_number = a.po_number AND m.sku = a.sku
+    WHERE a.warehouse = $2 AND a.live AND a.business_date < $3
+      AND a.workflow_id <> $1
+    GROUP BY a.po_number, a.sku
+), snap AS (
+    INSERT INTO stock_snapshots (workflow_id, po_number, sku, qty_received,
+                                 qty_ordered, qty_prior)
+    SELECT $1, m.po_number, m.sku, coalesce(r.qty, 0), p.qty_ordered,
+           coalesce(a.qty, 0)
+    FROM m
+    JOIN po_lines p ON p.po_number = m.po_number AND p.sku = m.sku
+    LEFT JOIN received r ON r.po_number = m.po_number AND r.sku = m.sku
+    LEFT JOIN prior a ON a.po_number = m.po_number AND a.sku = m.sku
+    ORDER BY m.po_number, m.sku  -- key order: each insert lands beside the last
+    RETURNING 1
+)
+SELECT count(*) FROM snap
+"""
+
+
+async def snapshot_missing(conn: asyncpg.Connection, workflow_id: str, warehouse: str,
+                           business_date: date) -> int:
+    return int(await conn.fetchval(_SNAPSHOT, workflow_id, warehouse, business_date))

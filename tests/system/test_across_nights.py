@@ -182,6 +182,11 @@ async def test_a_bill_ahead_of_its_goods_is_held_then_claimed_clean_or_short(
             nights.append(await _run(client, settings, _day(day, n), wh))
     first, second, third, fourth = nights
     assert await _held(pool, first) == [(f"INV-{wh}-1", 1), (f"INV-{wh}-2", 1)]
+    # The finance head reads them in the night's summary, and `recon status` counts them.
+    summary = await pool.fetchval("SELECT body FROM outbox WHERE key = $1", f"{first}:summary")
+    assert "AWAITING RECEIPT" in summary and "awaiting receipt of 30 until" in summary, summary
+    status = await asyncio.to_thread(recon_cli, stack.env(RECON_TASK_QUEUE=queue), "status", first)
+    assert "awaiting receipt: 2 lines held" in status.stdout, status.stdout + status.stderr
     assert await _adjustments(pool, first) == [] and f"INV-{wh}-1" not in str(
         await _booked(pool, first)), "nothing claimed, posted or booked for goods in transit"
     # Night 2: the goods of INV-1 arrived: claimed clean, booked under night 2's keys.
@@ -254,3 +259,37 @@ async def test_a_price_within_the_tolerance_is_no_adjustment(
         wf = await _run(client, settings, day, wh)
     expected = [(f"INV-{wh}-1", 1, "price", (billed - PRICE) * 10)] if flagged else []
     assert await _adjustments(pool, wf) == expected
+
+
+async def test_an_undo_of_night_one_lets_night_twos_redo_take_its_quantities(
+        stack, pool: asyncpg.Pool, client: Client, night) -> None:
+    """Night 1 accepted a bill in error, so night 2's bill for the same goods went beyond the
+    order. Undo night 1 (its quantities open again), undo night 2, and night 2's redo weighs again:
+    its bill is covered now, and the redo posts no adjustment and books the goods once."""
+    day, wh, queue = night
+    po = f"PO-{wh}-1"
+    await _order(pool, po, "S007", wh, day, {"SKU-W1": 100, "SKU-W2": 10})
+    await _receive(pool, po, "SKU-W1", wh, 100, day)
+    await _receive(pool, po, "SKU-W2", wh, 10, day)
+    await _bill(pool, f"INV-{wh}-1", "S007", wh, day, po, [("SKU-W1", 100), ("SKU-W2", 10)])
+    await _bill(pool, f"INV-{wh}-2", "S007", wh, _day(day, 1), po, [("SKU-W1", 100)])
+    settings = settings_for(queue, gate_max_adjustment_share=1.0)
+    env = stack.env(RECON_TASK_QUEUE=queue)
+
+    async def cli(*args: str) -> None:
+        done = await asyncio.to_thread(recon_cli, env, *args, "--by", "asha", timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    async with inprocess_worker(settings):
+        first = await _run(client, settings, day, wh)
+        second = await _run(client, settings, _day(day, 1), wh)
+        assert await _adjustments(pool, second) == [(f"INV-{wh}-2", 1, "qty", 100 * PRICE)]
+        await cli("undo", first, "--reason", "INV-1 was billed in error")
+        await cli("undo", second, "--reason", "weigh night 2 again")
+        await cli("redo", second, "--reason", "INV-1 undone")
+    assert await _adjustments(pool, second) == [], "the redo found INV-2 covered"
+    assert await _booked(pool, second) == {(f"INV-{wh}-2", 1): 100}
+    claims = await pool.fetch(
+        "SELECT workflow_id, qty_accepted FROM acceptances WHERE live AND invoice_no LIKE $1",
+        f"%INV-{wh}-2")
+    assert [(r["workflow_id"], r["qty_accepted"]) for r in claims] == [(second, 100)]

@@ -253,7 +253,11 @@ async def test_a_redo_skips_the_reads_and_writes_under_the_nights_keys(temporal_
         standins: StandIns = night.standins
     assert handle.id == f"redo-{night_id}-g2"
     assert summary.status == "Completed"
-    assert [c for c in standins.calls if c != "check_evidence"] == STEPS[6:], "steps 1-6 are skipped"
+    calls = [c for c in standins.calls if c != "check_evidence"]
+    # Steps 1-6 are skipped; the redo weighs its scope again (what the undo opened) and posts.
+    assert calls == ["weigh_again", *STEPS[6:]]
+    assert (standins.inputs["weigh_again"][0].workflow_id,
+            standins.inputs["weigh_again"][0].supplier_id) == (night_id, "S001")
     for name in ("post_adjustments", "update_stock"):
         job = standins.inputs[name][0]
         assert (job.workflow_id, job.supplier_id) == (night_id, "S001")

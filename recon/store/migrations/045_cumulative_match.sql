@@ -76,3 +76,13 @@ CREATE TABLE invoice_fingerprints (
     PRIMARY KEY (workflow_id, invoice_no)
 );
 CREATE INDEX invoice_fingerprints_supplier ON invoice_fingerprints (supplier_id, fingerprint);
+
+-- A redo after an undo weighs its scope again (steps 4-6) once per generation: a retried or reset
+-- redo finds its row and posts what that weighing found.
+CREATE TABLE reweighings (
+    workflow_id text    NOT NULL,
+    scope       text    NOT NULL,  -- a supplier id, or '' for the whole night
+    generation  integer NOT NULL,
+    weighed_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (workflow_id, scope, generation)
+);
