@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -80,12 +81,12 @@ def _seed_month(day: str, wh: str, nights: int, invoices: int, mismatches: int, 
             return await seed_month(pool, day, wh, nights, invoices, mismatches, seed, fmt, grace)
 
     month = asyncio.run(go())
-    console.print(f"seeded {nights} nights from {day} at {wh}: {month.invoices} invoices "
-                  f"(receipt grace {grace} days)")
+    say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)
+    say(f"seeded {nights} nights from {day} at {wh}: {month.invoices} invoices "
+        f"(receipt grace {grace} days)")
     for n in month.nights:
         kinds = Counter(a.kind for a in n.claims)
-        console.print(
-            f"  {n.business_date}: {n.invoices} invoices, {len(n.claims)} claims due "
+        say(f"  {n.business_date}: {n.invoices} invoices, {len(n.claims)} claims due "
             f"({kinds['qty']} qty, {kinds['price']} price), {len(n.held)} lines held awaiting "
             f"receipt, {len(n.duplicates)} possible duplicates, {len(n.seeded.unreadable)} "
             f"unreadable, {len(n.seeded.no_po_invoices)} citing no PO, "
