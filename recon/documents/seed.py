@@ -20,7 +20,9 @@ from recon.documents.seed_months import (
     MonthPlan,
     MonthResult,
     check_month,
+    month_result,
     plan_month,
+    short_lines,
 )
 from recon.documents.seed_plan import (
     MAX_LINES,
@@ -182,10 +184,12 @@ async def seed_month(
                                 "seed other dates or another warehouse")
         await seeding.write_suppliers(conn, plan.regular[0].suppliers)
         await supplier_ids.write_supplier_ids(conn, supplier_id_rows(plan.regular[0].suppliers))
+        short, ordered = short_lines(plan), {}
         for night in plan.regular:
             for chunk in night_chunks(night, fmt=fmt):
+                ordered.update(((po, sku), qty) for po, sku, _d, qty, _p in chunk.po_lines
+                               if (po, sku) in short)
                 await seeding.copy_night_rows(conn, chunk)
             await seeding.write_stock_levels(conn, stock_rows(night))
         await seeding.copy_night_rows(conn, story_chunk(plan, fmt))
-    assert plan.result is not None
-    return plan.result
+    return month_result(plan, ordered)

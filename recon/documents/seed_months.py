@@ -136,7 +136,9 @@ class MonthPlan:
     orders: list[StoryOrder] = field(default_factory=list)
     receipts: list[StoryReceipt] = field(default_factory=list)
     invoices: list[StoryInvoice] = field(default_factory=list)
-    result: MonthResult | None = None
+    fates: list[_Fate] = field(default_factory=list)  # the stories' lines
+    duplicates: list[tuple[int, PossibleDuplicate]] = field(default_factory=list)  # (night, ...)
+    result: MonthResult | None = None  # set by month_result
 
 
 def grace_days_of(settings: object) -> int:
@@ -171,39 +173,65 @@ def check_month(first_date: str, nights: int, invoices: int, grace_days: int) ->
 def plan_month(first_date: str, warehouse: str, nights: int, invoices: int, mismatches: int,
                seed: int, grace_days: int = DEFAULT_GRACE_DAYS, shared_numbers: bool = True,
                rebill: bool = True) -> MonthPlan:
-    """Decide the whole month first (all-or-nothing errors before anything is written)."""
+    """Decide the whole month first (all-or-nothing errors before anything is written). The
+    stories' fates are stated here; the single nights' are stated by `month_result`, once their
+    rows say what each short line's order was."""
     check_month(first_date, nights, invoices, grace_days)
     dates = business_dates(first_date, nights)
     regular = [plan_night(day, warehouse, invoices, mismatches, seed) for day in dates]
     plan = MonthPlan(first_date, warehouse, nights, grace_days, dates, regular)
-    fates = [fate for night in regular for fate in _regular_fates(night, dates, grace_days)]
-    duplicates: list[tuple[int, PossibleDuplicate]] = []
-    _Stories(plan, random.Random(f"{seed}:{first_date}:{warehouse}:months"), fates, duplicates,
-             shared_numbers, rebill).draw()
-    plan.result = _expectations(plan, fates, duplicates)
+    _Stories(plan, random.Random(f"{seed}:{first_date}:{warehouse}:months"), shared_numbers,
+             rebill).draw()
     return plan
 
 
-def _regular_fates(night: NightPlan, dates: list[str], grace: int) -> list[_Fate]:
-    """The single night's planted mismatches, told by the cumulative match: a price line is
-    claimed that night; a short line (billed its order, part of it received) is held whole and
-    claimed when its window closes, accepting what arrived. Clean lines are booked that night
-    and need no fate of their own (see `_regular_stock`)."""
+def short_lines(plan: MonthPlan) -> set[tuple[str, str]]:
+    """(po_number, sku) of every short delivery of the single nights: the PO lines whose ordered
+    quantity `month_result` needs from the rows written."""
+    found = set()
+    for night in plan.regular:
+        day, wh = compact_date(night.business_date), night.warehouse.upper()
+        for key in night.received:
+            found.add((f"PO-{wh}-{day}-{key // MAX_LINES + 1:05d}",
+                       night.catalog[night.goods[key]][0]))
+    return found
+
+
+def month_result(plan: MonthPlan, ordered: dict[tuple[str, str], int]) -> MonthResult:
+    """Every night's expectations, from the stories' fates and the single nights' planted
+    mismatches; `ordered`: the PO quantity written for each of `short_lines(plan)`."""
+    fates = list(plan.fates)
+    for night in plan.regular:
+        fates.extend(_regular_fates(night, plan.dates, plan.grace_days, ordered))
+    plan.result = _expectations(plan, fates)
+    return plan.result
+
+
+def _regular_fates(night: NightPlan, dates: list[str], grace: int,
+                   ordered: dict[tuple[str, str], int]) -> list[_Fate]:
+    """The single night's planted mismatches, told by the cumulative match. A price line is
+    claimed that night. A short line (billed more than arrived) is claimed that night when the
+    units missing are beyond its order (the order closed at what arrived), and held whole until
+    its window closes when they are within it (goods still to come); either way it accepts
+    what arrived. Clean lines are booked that night (`_regular_stock`)."""
     k = dates.index(night.business_date)
     day, wh = compact_date(night.business_date), night.warehouse.upper()
     fates = []
     for adj in night.result.adjustments:
         i, j = int(adj.invoice_no.rsplit("-", 1)[1]) - 1, adj.line_no - 1
         key = i * MAX_LINES + j
-        sku, ordered = night.catalog[night.goods[key]][0], night.qty[key]
+        sku, billed = night.catalog[night.goods[key]][0], night.qty[key]
         invoice_no = f"INV-{day}-{wh}-{i + 1:05d}"
         if adj.kind == "price":
-            fates.append(_Fate(invoice_no, adj.supplier_id, adj.line_no, sku, ordered, k, ordered,
+            fates.append(_Fate(invoice_no, adj.supplier_id, adj.line_no, sku, billed, k, billed,
                                adj.amount_paise, "price"))
-        else:
-            fates.append(_Fate(invoice_no, adj.supplier_id, adj.line_no, sku, ordered,
-                               _closes(k, grace, len(dates)), night.received[key],
-                               adj.amount_paise))
+            continue
+        received = night.received[key]
+        on_order = ordered[(f"PO-{wh}-{day}-{i + 1:05d}", sku)]
+        in_transit = (billed - received) - (billed - min(billed, on_order))
+        decided = _closes(k, grace, len(dates)) if in_transit > 0 else k
+        fates.append(_Fate(invoice_no, adj.supplier_id, adj.line_no, sku, billed, decided,
+                           received, adj.amount_paise))
     return fates
 
 
@@ -233,10 +261,10 @@ def _regular_stock(night: NightPlan) -> dict[str, int]:
 class _Stories:
     """The cross-night stories, each told with its fate stated as it is drawn."""
 
-    def __init__(self, plan: MonthPlan, rng: random.Random, fates: list[_Fate],
-                 duplicates: list[tuple[int, PossibleDuplicate]], shared_numbers: bool,
+    def __init__(self, plan: MonthPlan, rng: random.Random, shared_numbers: bool,
                  rebill: bool) -> None:
-        self.plan, self.rng, self.fates, self.duplicates = plan, rng, fates, duplicates
+        self.plan, self.rng = plan, rng
+        self.fates, self.duplicates = plan.fates, plan.duplicates
         self.shared_numbers, self.rebill = shared_numbers, rebill
         self.catalog = plan.regular[0].catalog
         self.suppliers = plan.regular[0].suppliers
@@ -364,8 +392,7 @@ class _Stories:
         self.duplicates.append((k + 1, PossibleDuplicate(again, supplier[0], first)))
 
 
-def _expectations(plan: MonthPlan, fates: list[_Fate],
-                  duplicates: list[tuple[int, PossibleDuplicate]]) -> MonthResult:
+def _expectations(plan: MonthPlan, fates: list[_Fate]) -> MonthResult:
     nights = [NightExpectation(day, plan.regular[k].invoices, plan.regular[k].result,
                                stock=_regular_stock(plan.regular[k]))
               for k, day in enumerate(plan.dates)]
@@ -388,7 +415,7 @@ def _expectations(plan: MonthPlan, fates: list[_Fate],
         if fate.claim:
             night.claims.append(ExpectedAdjustment(fate.invoice_no, fate.line_no, fate.kind,
                                                    fate.supplier_id, fate.claim))
-    for k, duplicate in duplicates:
+    for k, duplicate in plan.duplicates:
         nights[k].duplicates.append(duplicate)
     for night in nights:
         night.claims.sort(key=lambda a: (a.invoice_no, a.supplier_id, a.line_no, a.kind))

@@ -13,12 +13,19 @@ import pytest
 
 from recon.documents.extraction.offline import parse_document
 from recon.documents.seed import night_chunks, story_chunk
-from recon.documents.seed_months import MAX_NIGHTS, SeedError, plan_month
+from recon.documents.seed_months import (
+    MAX_NIGHTS,
+    SeedError,
+    month_result,
+    plan_month,
+    short_lines,
+)
 
 DAY, WH = "2026-10-13", "ldh"
 
 
 def month_rows(plan) -> dict[str, list]:
+    """Every row the month writes; states the plan's expectations from them (as the seed does)."""
     rows: dict[str, list] = {"invoices": [], "purchase_orders": [], "po_lines": [],
                              "goods_receipts": []}
     for night in plan.regular:
@@ -28,6 +35,9 @@ def month_rows(plan) -> dict[str, list]:
     chunk = story_chunk(plan)
     for name, found in rows.items():
         found.extend(getattr(chunk, name))
+    short = short_lines(plan)
+    month_result(plan, {(po, sku): qty for po, sku, _d, qty, _p in rows["po_lines"]
+                        if (po, sku) in short})
     return rows
 
 
@@ -119,11 +129,13 @@ def stated(plan) -> list[dict]:
 ])
 def test_every_stated_fate_is_what_the_rules_give(nights, invoices, mismatches, grace, seed) -> None:
     plan = plan_month(DAY, WH, nights, invoices, mismatches, seed, grace)
-    assert stated(plan) == evaluate(month_rows(plan), plan.dates, grace)
+    rows = month_rows(plan)
+    assert stated(plan) == evaluate(rows, plan.dates, grace)
 
 
 def test_the_month_tells_every_story() -> None:
     plan = plan_month(DAY, WH, 5, 40, 8, 7)
+    month_rows(plan)
     nights = plan.result.nights
     numbers = Counter(i.invoice_no for i in plan.invoices)
     shared = [n for n, c in numbers.items() if c == 2]
@@ -143,18 +155,22 @@ def test_the_month_tells_every_story() -> None:
     assert any(a.invoice_no == never[0].invoice_no for a in nights[3].claims)
     # Receipts are dated on their nights; some arrive the night after the bill.
     assert {r.night for r in plan.receipts} == set(range(5))
-    # The single nights' short deliveries are claimed three nights later, not the night they come.
+    # A single night's short delivery is claimed the night it is billed when the missing units
+    # are beyond its order, else held and claimed three nights later; never both, never neither.
     for k, night in enumerate(plan.regular):
-        short = {(a.invoice_no, a.line_no) for a in night.result.adjustments if a.kind == "qty"}
-        assert short and not short & {(a.invoice_no, a.line_no) for a in nights[k].claims}
-        assert short <= {(h.invoice_no, h.line_no) for h in nights[k].held}
-        if k + 3 < 5:
-            assert short <= {(a.invoice_no, a.line_no) for a in nights[k + 3].claims}
+        for a in (a for a in night.result.adjustments if a.kind == "qty"):
+            line = (a.invoice_no, a.line_no)
+            now = line in {(c.invoice_no, c.line_no) for c in nights[k].claims}
+            held = line in {(h.invoice_no, h.line_no) for h in nights[k].held}
+            assert now != held, line
+            if held and k + 3 < 5:
+                assert line in {(c.invoice_no, c.line_no) for c in nights[k + 3].claims}
 
 
 def test_the_same_arguments_plan_the_same_month() -> None:
     first, again = plan_month(DAY, WH, 4, 30, 5, 7), plan_month(DAY, WH, 4, 30, 5, 7)
     assert month_rows(first) == month_rows(again)
+    assert first.result is not None
     assert first.result == again.result
     assert month_rows(plan_month(DAY, WH, 4, 30, 5, 8)) != month_rows(first)
 
@@ -172,8 +188,9 @@ def test_each_night_of_the_month_is_the_single_night_of_its_date() -> None:
 def test_without_shared_numbers_or_rebill_those_stories_are_left_out() -> None:
     plan = plan_month(DAY, WH, 3, 20, 2, 7, shared_numbers=False, rebill=False)
     assert len({i.invoice_no for i in plan.invoices}) == len(plan.invoices)
+    rows = month_rows(plan)
     assert not any(n.duplicates for n in plan.result.nights)
-    assert stated(plan) == evaluate(month_rows(plan), plan.dates, 3)
+    assert stated(plan) == evaluate(rows, plan.dates, 3)
 
 
 @pytest.mark.parametrize(("args", "reason"), [
