@@ -25,9 +25,11 @@ from recon.tools.chaos.stack import ScratchStack, WorkerFleet
 
 
 async def both_months(plan: ChaosPlan, stack: ScratchStack, fleets: list[WorkerFleet],
-                      say: Callable[[str], None]) -> None:
+                      say: Callable[[str], None], *, seed_both: Callable, run_night: Callable,
+                      report: Callable) -> None:
+    """`seed_both`, `run_night`, `report`: how `recon.tools.chaos.run` seeds the two databases,
+    runs one night and reports its faults (given, so this module does not import its caller)."""
     from recon.documents.seed import seed_month
-    from recon.tools.chaos.run import _report, _run_night, seed_both
 
     async def month(pool) -> None:
         await seed_month(pool, plan.business_date, WAREHOUSE, plan.nights, plan.invoices,
@@ -39,18 +41,18 @@ async def both_months(plan: ChaosPlan, stack: ScratchStack, fleets: list[WorkerF
         f"{plan.mismatches} mismatches a night, seed {plan.seed}) into two databases")
     work = []
     for k, day in enumerate(days):
-        night = await _run_night("control", plan, stack, fleets, say, faults=[], day=day,
+        night = await run_night("control", plan, stack, fleets, say, faults=[], day=day,
                                  label=f"control-{k + 1}")
         say(f"control night {day}: {night.outcome} in {night.finished - night.started:.1f} s")
         if night.outcome != "Completed":
             raise ChaosFailed(f"the control night {day} did not complete: {night.outcome}")
         work.append(night.progress)
     for k, (day, faults) in enumerate(zip(days, schedule_month(plan, work), strict=True)):
-        night = await _run_night("chaos", plan, stack, fleets, say, faults=faults, day=day,
+        night = await run_night("chaos", plan, stack, fleets, say, faults=faults, day=day,
                                  label=f"chaos-{k + 1}")
         say(f"night {day} under faults: {night.outcome} in "
             f"{night.finished - night.started:.1f} s")
-        _report(night, say)
+        report(night, say)
         if night.outcome != "Completed":
             raise ChaosFailed(f"the night {day} under faults did not complete: {night.outcome}")
     runs = [workflow_id_for(day, WAREHOUSE) for day in days]

@@ -83,7 +83,8 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     if plan.nights > 1:
         from recon.tools.chaos.month import both_months
 
-        await both_months(plan, stack, fleets, say)
+        await both_months(plan, stack, fleets, say, seed_both=seed_both, run_night=_run_night,
+                          report=_report)
         return
     await _seed(plan, stack)
     say(f"seeded {plan.invoices} invoices, {plan.mismatches} mismatches (seed {plan.seed}, "
