@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +21,7 @@ from recon.cli.common import (
     warehouse_code,
 )
 from recon.domain.errors import Refused
+from recon.runtime.config import load_settings
 
 
 @user_errors
@@ -34,8 +37,11 @@ def seed(
                                        max=MAX_SEED_VALUE)] = 7,
     format_: Annotated[str, typer.Option(
         "--format", help="Documents as text, ubl, gst, cii, facturx, pdf or mixed.")] = "text",
+    nights: Annotated[int, typer.Option(
+        help="Consecutive nights from --date, with orders that span them (1: one night).")] = 1,
 ) -> None:
-    """Create a deterministic, realistic night of invoices, orders and receipts."""
+    """Create a deterministic, realistic night of invoices, orders and receipts (or a month of
+    them with --nights)."""
     from recon.documents.seed import seed_night
 
     day, wh = business_date(date_), warehouse_code(warehouse)
@@ -45,6 +51,9 @@ def seed(
 
     if format_ not in SEED_FORMATS:
         raise Refused(f"--format must be one of {', '.join(SEED_FORMATS)}, got {format_!r}")
+    if nights != 1:
+        _seed_month(day, wh, nights, invoices, mismatches, seed_, format_)
+        return
 
     async def go():
         async with database() as pool:
@@ -56,6 +65,32 @@ def seed(
         f"adjustments due, {len(result.unreadable)} unreadable, {len(result.no_po_invoices)} "
         f"citing no PO, {len(result.unknown_sku_lines)} unknown SKU lines"
     )
+
+
+def _seed_month(day: str, wh: str, nights: int, invoices: int, mismatches: int, seed: int,
+                fmt: str) -> None:
+    """`recon seed --nights N`: a line for the month, then one per night with what it must do."""
+    from recon.documents.seed import seed_month
+    from recon.documents.seed_months import check_month, grace_days_of
+
+    grace = grace_days_of(load_settings())
+    check_month(day, nights, invoices, grace)
+
+    async def go():
+        async with database() as pool:
+            return await seed_month(pool, day, wh, nights, invoices, mismatches, seed, fmt, grace)
+
+    month = asyncio.run(go())
+    say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)
+    say(f"seeded {nights} nights from {day} at {wh}: {month.invoices} invoices "
+        f"(receipt grace {grace} days)")
+    for n in month.nights:
+        kinds = Counter(a.kind for a in n.claims)
+        say(f"  {n.business_date}: {n.invoices} invoices, {len(n.claims)} claims due "
+            f"({kinds['qty']} qty, {kinds['price']} price), {len(n.held)} lines held awaiting "
+            f"receipt, {len(n.duplicates)} possible duplicates, {len(n.seeded.unreadable)} "
+            f"unreadable, {len(n.seeded.no_po_invoices)} citing no PO, "
+            f"{len(n.seeded.unknown_sku_lines)} unknown SKU lines")
 
 
 @user_errors

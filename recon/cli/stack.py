@@ -21,6 +21,8 @@ from recon.domain.errors import Refused
 from recon.domain.redaction import mask_text
 from recon.runtime.config import load_settings, state_dir
 
+MAX_CHAOS_NIGHTS = 31  # a month: each night runs twice, with workers started afresh
+
 
 @user_errors
 def dev(
@@ -111,8 +113,12 @@ def chaos(
     timeout: Annotated[float, typer.Option(help="Give up (FAIL) after this many seconds.")] = 900,
     format_: Annotated[str, typer.Option(
         "--format", help="The night's documents: text, ubl, gst, cii, facturx, pdf or mixed.")] = "text",
+    nights: Annotated[int, typer.Option(
+        help="Consecutive seeded nights (a month whose orders span them), faults spread over "
+             f"them; 1 to {MAX_CHAOS_NIGHTS}.")] = 1,
 ) -> None:
-    """Run a seeded night clean and under random crashes on a scratch stack; compare row by row."""
+    """Run a seeded night (or --nights of them) clean and under random crashes on a scratch
+    stack; compare row by row."""
     from recon.domain.errors import ChaosFailed
     from recon.tools.chaos.plan import ChaosPlan
     from recon.tools.chaos.run import run_chaos
@@ -120,9 +126,12 @@ def chaos(
     if invoices < 1 or min(kills, freezes, restarts) < 0 or timeout <= 0:
         raise Refused("--invoices must be at least 1; --kills, --freezes, --restarts at least 0; "
                       "--timeout above 0")
+    if not 1 <= nights <= MAX_CHAOS_NIGHTS:
+        raise Refused(f"--nights must be 1 to {MAX_CHAOS_NIGHTS}, got {nights}")
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
-                     business_date=business_date(date_), timeout=timeout, documents=format_)
+                     business_date=business_date(date_), timeout=timeout, documents=format_,
+                     nights=nights)
     from recon.documents.seed import plan_night
     from recon.documents.seed_formats import SEED_FORMATS
 
@@ -130,6 +139,10 @@ def chaos(
         raise Refused(f"--format must be one of {', '.join(SEED_FORMATS)}, got {format_!r}")
 
     plan_night(plan.business_date, "chaos", plan.invoices, plan.mismatches, plan.seed)  # bad input
+    if nights > 1:
+        from recon.documents.seed_months import check_month
+
+        check_month(plan.business_date, nights, invoices, 0)
     # soft_wrap: each fault and the verdict stay one line however long, also when piped.
     say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)
     try:

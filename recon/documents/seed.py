@@ -15,6 +15,15 @@ import asyncpg
 
 from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render_unreadable
 from recon.documents.seed_formats import SEED_FORMATS, document_in, format_of, supplier_id_rows
+from recon.documents.seed_months import (
+    DEFAULT_GRACE_DAYS,
+    MonthPlan,
+    MonthResult,
+    check_month,
+    month_result,
+    plan_month,
+    short_lines,
+)
 from recon.documents.seed_plan import (
     MAX_LINES,
     ExpectedAdjustment,
@@ -29,7 +38,7 @@ from recon.store.seeding import NightChunk
 
 __all__ = [
     "CHUNK_INVOICES", "ExpectedAdjustment", "NightChunk", "NightPlan", "SeedError", "SeedResult",
-    "night_chunks", "plan_night", "seed_night", "stock_rows",
+    "night_chunks", "plan_night", "seed_month", "seed_night", "stock_rows", "story_chunk",
 ]
 
 CHUNK_INVOICES = 5_000  # invoices generated and written per COPY round, inside one transaction
@@ -126,3 +135,65 @@ async def seed_night(
             await seeding.copy_night_rows(conn, chunk)
         await seeding.write_stock_levels(conn, stock_rows(plan))
     return plan.result
+
+
+def story_chunk(plan: MonthPlan, fmt: str = "text") -> NightChunk:
+    """The month's cross-night stories as rows: their orders, receipts (dated on their nights)
+    and invoices (on their nights), in the story's own format and a layout by turn."""
+    warehouse, chunk = plan.warehouse, NightChunk()
+    on = [date.fromisoformat(day) for day in plan.dates]
+    for order in plan.orders:
+        chunk.purchase_orders.append((order.po_number, order.supplier_id, warehouse, on[order.night]))
+        for sku, desc, qty, price in order.lines:
+            chunk.po_lines.append((order.po_number, sku, desc, qty, price))
+    for receipt in plan.receipts:
+        chunk.goods_receipts.append(
+            (receipt.po_number, receipt.sku, warehouse, receipt.qty, on[receipt.night]))
+    for n, bill in enumerate(plan.invoices):
+        lines = [DocumentLine(sku, desc, qty, price) for sku, desc, qty, price in bill.lines]
+        doc = Document(bill.invoice_no, bill.supplier[0], bill.supplier[1], plan.dates[bill.night],
+                       bill.po_number, lines)
+        text = document_in(format_of(fmt, n), n, doc, LAYOUTS[n % len(LAYOUTS)], None)
+        chunk.invoices.append((bill.invoice_no, bill.supplier[0], on[bill.night], warehouse, text))
+    return chunk
+
+
+async def seed_month(
+    pool: asyncpg.Pool,
+    first_date: str,
+    warehouse: str,
+    nights: int,
+    invoices: int = 312,
+    mismatches: int = 40,
+    seed: int = 7,
+    fmt: str = "text",
+    grace_days: int = DEFAULT_GRACE_DAYS,
+    rebill: bool = True,
+) -> MonthResult:
+    """Write `nights` consecutive nights in one transaction: each date's single night exactly as
+    `seed_night` writes it, then the stories that cross nights (`recon.documents.seed_months`).
+    Refuses when any of the nights already has invoices. The shared invoice number is planted
+    only where the database keys invoices by (supplier, number)."""
+    if fmt not in SEED_FORMATS:
+        raise SeedError(f"--format must be one of {', '.join(SEED_FORMATS)}, got {fmt!r}")
+    check_month(first_date, nights, invoices, grace_days)
+    async with pool.acquire() as conn, conn.transaction():
+        shared = await seeding.numbers_per_supplier(conn)
+        plan = plan_month(first_date, warehouse, nights, invoices, mismatches, seed, grace_days,
+                          shared_numbers=shared, rebill=rebill)
+        for day in plan.dates:
+            existing = await seeding.invoices_of_night(conn, date.fromisoformat(day), warehouse)
+            if existing:
+                raise SeedError(f"{day} at {warehouse} already has {existing} invoices; "
+                                "seed other dates or another warehouse")
+        await seeding.write_suppliers(conn, plan.regular[0].suppliers)
+        await supplier_ids.write_supplier_ids(conn, supplier_id_rows(plan.regular[0].suppliers))
+        short, ordered = short_lines(plan), {}
+        for night in plan.regular:
+            for chunk in night_chunks(night, fmt=fmt):
+                ordered.update(((po, sku), qty) for po, sku, _d, qty, _p in chunk.po_lines
+                               if (po, sku) in short)
+                await seeding.copy_night_rows(conn, chunk)
+            await seeding.write_stock_levels(conn, stock_rows(night))
+        await seeding.copy_night_rows(conn, story_chunk(plan, fmt))
+    return month_result(plan, ordered)

@@ -20,6 +20,13 @@ TABLES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
      ("kind", "supplier_id", "recipient", "subject", "body", "amount_paise", "reverses")),
     ("parked_items", ("item_key",), ("step", "invoice_no", "line_no", "reason", "evidence")),
 ]
+# The books across nights, compared where the database has them (the cumulative match's tables).
+ACROSS_NIGHTS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    ("held_lines", ("invoice_no", "supplier_id", "line_no"),
+     ("po_number", "sku", "qty", "unit_price_paise", "invoice_date", "held_until")),
+    ("acceptances", ("invoice_no", "supplier_id", "line_no"),
+     ("po_number", "sku", "qty_accepted", "live")),
+]
 MODEL_CALLS = ("SELECT invoice_no, count(*) AS requests FROM model_calls WHERE workflow_id = $1 "
                "GROUP BY invoice_no")
 
@@ -43,6 +50,19 @@ async def table_rows(conn: Db, table: str, keys: tuple[str, ...], columns: tuple
     """The compared columns of one of TABLES for one run."""
     return await conn.fetch(
         f"SELECT {', '.join(keys + columns)} FROM {table} WHERE workflow_id = $1", workflow_id)
+
+
+async def existing_tables(conn: Db, names: list[str]) -> set[str]:
+    """Which of `names` this database has (a table a later migration adds may be missing)."""
+    rows = await conn.fetch("SELECT n FROM unnest($1::text[]) AS n WHERE to_regclass(n) IS NOT NULL",
+                            names)
+    return {r["n"] for r in rows}
+
+
+async def stock_levels(conn: Db, warehouse: str) -> list[asyncpg.Record]:
+    """What a warehouse holds: where the month's stock movements end up."""
+    return await conn.fetch(
+        "SELECT sku, qty_on_hand FROM stock_levels WHERE warehouse = $1", warehouse)
 
 
 async def requests_per_invoice(conn: Db, workflow_id: str) -> list[asyncpg.Record]:

@@ -34,6 +34,19 @@ async def invoices_of_night(conn: asyncpg.Connection, day: date, warehouse: str)
     )
 
 
+async def numbers_per_supplier(conn: asyncpg.Connection) -> bool:
+    """Does the database key invoices by (supplier, number)? Only then can the seed plant one
+    invoice number sent by two suppliers."""
+    return bool(await conn.fetchval(
+        """
+        SELECT 'supplier_id' = ANY(array_agg(a.attname::text))
+        FROM pg_index i
+        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+        WHERE i.indrelid = 'invoices'::regclass AND i.indisprimary
+        """
+    ))
+
+
 async def write_suppliers(conn: asyncpg.Connection, suppliers: Sequence[tuple[str, str, str]]) -> None:
     """(supplier_id, name, email); suppliers are shared by every night, so existing ones stay."""
     await conn.executemany(

@@ -110,3 +110,39 @@ def test_ctrl_c_stops_every_process_and_deletes_the_scratch_dir(tmp_path: Path) 
     assert not subprocess.run(["pgrep", "-f", root], capture_output=True).stdout
     for pid in map(int, re.findall(r"pid (\d+)\)", out)):
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+
+@pytest.mark.slow
+def test_a_chaos_month_equals_its_control_month_and_cleans_up() -> None:
+    """Three seeded nights whose orders span them (bills held on one night and claimed or cleared
+    on a later one), run in order clean and under faults dealt over the nights: the month's books
+    must be equal. Needs no particular matching rule: both databases run the same code."""
+    before = _scratch_dirs()
+    done = _chaos("--nights", "3", "--invoices", "200", "--mismatches", "20", "--kills", "3",
+                  "--freezes", "0", "--restarts", "1", "--seed", "4", "--timeout", "500",
+                  timeout=600)
+    out = done.stdout
+    lines = out.strip().splitlines()
+    assert lines and lines[-1] == "PASS", out[-4000:] + done.stderr[-2000:]
+    assert done.returncode == 0
+    assert re.search(r"^seeded 3 nights from 2026-11-02 ", out, re.M)
+    days = re.findall(r"^night (\d{4}-\d\d-\d\d) under faults: Completed", out, re.M)
+    assert days == ["2026-11-02", "2026-11-03", "2026-11-04"]
+    assert len(re.findall(r"^control night \d{4}-\d\d-\d\d: Completed", out, re.M)) == 3
+    applied = [int(n) for n in re.findall(r"^(\d+) faults applied", out, re.M)]
+    assert sum(applied) == 5 and len(applied) == 3 and min(applied) >= 1, out[-4000:]
+    assert "not (the run finished first" not in out
+    control = re.search(r"^control: +(.*)$", out, re.M).group(1)
+    faults = re.search(r"^under faults: +(.*)$", out, re.M).group(1)
+    assert control == faults and "stock_levels 30" in control
+    # Every night's invoices were read once: three nights of 200, plus the month's stories.
+    assert int(re.search(r"model requests (\d+)", control).group(1)) > 600
+    assert _scratch_dirs() <= before, "the scratch stack's temp dir was removed"
+    assert not subprocess.run(["pgrep", "-f", "recon-chaos-"], capture_output=True).stdout
+
+
+def test_chaos_refuses_a_month_out_of_bounds_in_one_line() -> None:
+    for args in (("--nights", "0"), ("--nights", "32"), ("--nights", "3", "--date", "9999-12-30")):
+        done = _chaos(*args, timeout=60)
+        assert done.returncode != 0, args
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, args

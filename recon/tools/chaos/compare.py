@@ -37,6 +37,32 @@ async def snapshot(url: str, workflow_id: str) -> dict[str, Rows]:
         await conn.close()
 
 
+async def month_snapshot(url: str, workflow_ids: list[str], warehouse: str) -> dict[str, Rows]:
+    """Every compared row of a month's nights (keys led by their night's run id, which is the
+    same in both databases), the lines held and accepted across nights where the database has
+    those tables, and the warehouse's stock levels at the end."""
+    month: dict[str, Rows] = {}
+    for workflow_id in workflow_ids:
+        for table, rows in (await snapshot(url, workflow_id)).items():
+            month.setdefault(table, {}).update({(workflow_id, *k): v for k, v in rows.items()})
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        present = await chaos_checks.existing_tables(conn, [t for t, _k, _c in
+                                                            chaos_checks.ACROSS_NIGHTS])
+        for table, keys, columns in chaos_checks.ACROSS_NIGHTS:
+            if table not in present:
+                continue
+            rows = month.setdefault(table, {})
+            for workflow_id in workflow_ids:
+                for r in await chaos_checks.table_rows(conn, table, keys, columns, workflow_id):
+                    rows[(workflow_id, *(r[k] for k in keys))] = {c: r[c] for c in columns}
+        month["stock_levels"] = {(r["sku"],): {"qty_on_hand": r["qty_on_hand"]}
+                                 for r in await chaos_checks.stock_levels(conn, warehouse)}
+        return month
+    finally:
+        await conn.close()
+
+
 def counts(night: dict[str, Rows]) -> str:
     """One line: rows per table (model calls as the sum of requests)."""
     parts = [f"{table} {len(rows)}" for table, rows in night.items() if table != "model_calls"]

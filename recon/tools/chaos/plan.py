@@ -34,6 +34,7 @@ class ChaosPlan:
     heartbeat_seconds: float = 3.0
     timeout: float = 900.0
     documents: str = "text"  # the seed's document format (`recon seed --format`)
+    nights: int = 1  # >1: a seeded month of consecutive nights (`recon seed --nights`)
 
 
 @dataclass
@@ -70,3 +71,20 @@ def schedule(plan: ChaosPlan, control_work: int) -> list[Fault]:
     rng.shuffle(kinds)
     moments = sorted(int(rng.uniform(0.02, 0.6) * control_work) for _ in kinds)
     return [Fault(due, kind) for due, kind in zip(moments, kinds, strict=True)]
+
+
+def schedule_month(plan: ChaosPlan, control_work: list[int]) -> list[list[Fault]]:
+    """A month's faults, spread over its nights: the kinds shuffled as for one night, then dealt
+    to the nights in turn, each landing at a random point between 2 % and 60 % of the work the
+    control did on that night (so every fault lands before that night's held step)."""
+    rng = random.Random(f"{plan.seed}:month")
+    kinds = (["kill"] * plan.kills + ["freeze"] * plan.freezes
+             + ["temporal"] * plan.restarts + ["postgres"] * plan.restarts)
+    rng.shuffle(kinds)
+    nights: list[list[Fault]] = [[] for _ in control_work]
+    for n, kind in enumerate(kinds):
+        k = n % len(control_work)
+        nights[k].append(Fault(int(rng.uniform(0.02, 0.6) * control_work[k]), kind))
+    for faults in nights:
+        faults.sort(key=lambda f: f.due)
+    return nights

@@ -80,6 +80,12 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     stack.start()
     say(f"scratch stack in {stack.root}: Postgres and Temporal (port {stack.temporal.port}) up in "
         f"{time.monotonic() - clock:.1f} s")
+    if plan.nights > 1:
+        from recon.tools.chaos.month import both_months
+
+        await both_months(plan, stack, fleets, say, seed_both=seed_both, run_night=_run_night,
+                          report=_report)
+        return
     await _seed(plan, stack)
     say(f"seeded {plan.invoices} invoices, {plan.mismatches} mismatches (seed {plan.seed}, "
         f"{plan.business_date}) into two databases")
@@ -108,9 +114,19 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
 
 
 async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
+    from recon.documents.seed import seed_night
+
+    async def one_night(pool) -> None:
+        await seed_night(pool, plan.business_date, WAREHOUSE, plan.invoices, plan.mismatches,
+                         plan.seed, plan.documents)
+
+    await seed_both(stack, one_night)
+
+
+async def seed_both(stack: ScratchStack, write: Callable) -> None:
+    """The two databases, migrated, each with the chaos approver, then `write(pool)` in each."""
     import asyncpg
 
-    from recon.documents.seed import seed_night
     from recon.ops.approvers import ensure_tool_approver
     from recon.store.chaos_checks import create_database
 
@@ -128,8 +144,7 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
             # over is a FAIL, but whoever reads it on the scratch stack decides with this key.
             await ensure_tool_approver(pool, "chaos", "chaos@distributor.example",
                                        stack.root / "chaos-approver.pem")
-            await seed_night(pool, plan.business_date, WAREHOUSE, plan.invoices, plan.mismatches,
-                             plan.seed, plan.documents)
+            await write(pool)
         finally:
             await pool.close()
 
@@ -151,13 +166,16 @@ def _worker_env(stack: ScratchStack, night: str, plan: ChaosPlan, hold: Path | N
 
 
 async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: list[WorkerFleet],
-                     say: Callable[[str], None], faults: list[Fault]) -> Night:
+                     say: Callable[[str], None], faults: list[Fault], day: str | None = None,
+                     label: str | None = None) -> Night:
+    """One night of the `name` database and namespace (`day`: its date, by default the plan's;
+    `label`: names its logs and release file, by default `name`)."""
     from recon.runtime.temporal_client import connect
     from starter import start_night
 
-    logs = stack.root / f"logs-{name}"
+    logs = stack.root / f"logs-{label or name}"
     logs.mkdir()
-    release = stack.root / f"release-{name}" if faults else None
+    release = stack.root / f"release-{label or name}" if faults else None
     fleet = WorkerFleet(_worker_env(stack, name, plan, release), logs, size=plan.workers)
     fleets.append(fleet)
     fleet.top_up()
@@ -167,7 +185,7 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
                        task_queue=TASK_QUEUE, heartbeat_seconds=plan.heartbeat_seconds,
                        extract_batch_size=EXTRACT_BATCH, post_batch_size=POST_BATCH)
     client = await connect(settings)
-    handle = await start_night(client, settings, plan.business_date, WAREHOUSE)
+    handle = await start_night(client, settings, day or plan.business_date, WAREHOUSE)
     night = Night(name, fleet, started=time.monotonic(), wall_started=time.time(), faults=faults)
     watcher = Watcher(client, settings.database_url, handle.id)
     breaking = asyncio.ensure_future(apply_faults(night, stack, plan, say, release))
