@@ -5,7 +5,9 @@ cheap checks (shape, lengths, the pending handover) to this activity before acti
 answers who signed, how much money the decision puts at stake, and whether it is refused:
 unsigned, forged (the signature does not verify against the key on record for the name it
 carries), revoked, stale, over the approver's limit, or parking what cannot be parked. Every
-refusal is kept on record (`refused_decisions`) with who tried; the run keeps waiting.
+refusal is kept on record (`refused_decisions`) with who tried; the run keeps waiting. A
+signature is good for one use (`spent_signatures`): the same decision for the same handover of the
+same execution is the same use again (a retry), for anything else it is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from temporalio import activity
 from activities.resources import Room
 from activities.step import business_step
 from recon.domain.approvals import (
+    PURPOSE,
     DecisionCheck,
     DecisionVerdict,
     canonical_decision,
@@ -25,8 +28,9 @@ from recon.domain.approvals import (
     staleness,
 )
 from recon.domain.money import rupees
+from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
-from recon.store import approvers
+from recon.store import approvers, signed_requests
 from recon.store.inspection import live_rows_of_invoice
 from recon.store.invoices import in_run
 
@@ -38,6 +42,8 @@ class ApprovalActivities(Room):
     @business_step
     async def check_decision(self, check: DecisionCheck) -> DecisionVerdict:
         verdict = await self._verdict(check)
+        if not verdict.refused:
+            verdict = await self._spend(check, verdict)
         if verdict.refused:
             await approvers.record_refusal(
                 self.pool, check_id=check.check_id, workflow_id=check.workflow_id,
@@ -49,6 +55,20 @@ class ApprovalActivities(Room):
             activity.logger.warning(
                 "refused decision %s by %r on handover #%s: %s", check.decision, check.by,
                 check.handover_no, verdict.refused)
+        return verdict
+
+    async def _spend(self, c: DecisionCheck, verdict: DecisionVerdict) -> DecisionVerdict:
+        """The decision's signature is used now, for this handover of this execution of the run
+        (a reset keeps the first execution's id, so a decision reapplied by a reset is the same
+        use); used before for anything else, it is refused."""
+        digest = signature_digest(c.signature)
+        assert digest is not None  # it verified
+        used = await signed_requests.spend(
+            self.pool, digest, purpose=PURPOSE, run=c.workflow_id, signer=verdict.approver,
+            target=spend_target(c.workflow_id, c.execution, f"#handover-{c.handover_no}"))
+        if used:
+            return verdict.model_copy(update={"refused": already_used(*used), "first_of_two": False,
+                                              "confirms": ""})
         return verdict
 
     async def _verdict(self, c: DecisionCheck) -> DecisionVerdict:

@@ -12,6 +12,7 @@ from activities.handover import HandoverActivities
 from activities.messages import MessageActivities
 from activities.posting import PostingActivities
 from activities.reading import ReadingActivities
+from activities.requests import RequestActivities
 from activities.resources import Resources
 from activities.schedule import ScheduleActivities
 from activities.undo import UndoActivities
@@ -27,6 +28,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
     undo = UndoActivities(resources)
     schedule = ScheduleActivities(resources)
     approvals = ApprovalActivities(resources)
+    requests = RequestActivities(resources)
     return [
         reading.fetch_invoices,
         extraction.extract_lines,
@@ -45,6 +47,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
         handover.check_evidence,
         handover.park_invoices,
         approvals.check_decision,
+        requests.check_signed_request,
         undo.open_next_generation,
         undo.withdraw_debit_notes,
         undo.reverse_stock_movements,

@@ -65,6 +65,7 @@ class DecisionDesk:
         first = self.first
         check = approvals.DecisionCheck(
             check_id=str(workflow.uuid4()), workflow_id=self._workflow_id, night=self._night,
+            execution=workflow.info().first_execution_run_id,
             supplier_id=self._supplier_id, handover_no=d.handover_no, via=via,
             received_at=workflow.now().isoformat(), decision=d.decision, by=d.by, note=d.note,
             park=sorted(set(d.park)), signed_at=d.signed_at, signature=d.signature,

@@ -38,10 +38,12 @@ with workflow.unsafe.imports_passed_through():
         RunSummary,
         StepInput,
     )
+    from recon.domain.requests import REDO
     from workflows import console, display, handing_over
     from workflows.decision_desk import SIGNED_DECISIONS, DecisionDesk
     from workflows.extraction import extract_all
     from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
+    from workflows.requests import SIGNED_REQUESTS, checked_signer
     from workflows.undo import undo_whole_run
 
 T = TypeVar("T")
@@ -129,6 +131,14 @@ class NightlyReconciliation:
     # ------------------------------------------------------------------ the run
     @workflow.run
     async def run(self, req: RunRequest) -> RunSummary:
+        if req.redo_of is not None and workflow.patched(SIGNED_REQUESTS):
+            # A redo posts money again: its signed request is checked before anything else.
+            approver = await checked_signer(
+                REDO, run=req.redo_of, supplier_id=req.redo_supplier, references=[],
+                reason=req.redo_reason, by=req.redo_by, signed_at=req.redo_signed_at,
+                signature=req.redo_signature, heartbeat_seconds=req.heartbeat_seconds,
+                progress=self._progress)
+            self._req = req = req.model_copy(update={"redo_by": approver})
         try:
             summary = await self._forward(req)
         except UndoRequested as undo:

@@ -3,6 +3,8 @@
 Its id is derived from the run and the scope, so an undo interrupted by a crash resumes from its
 own history and starting the same undo twice is the same workflow. Compensations run newest
 first, so each starts from the state its own step left: withdrawal notes, stock, then ledger.
+Before any of them, the request's signature is checked (workflows/requests.py), unless the undo
+is the one a night started for itself after a signed decision.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ with workflow.unsafe.imports_passed_through():
         UndoRequest,
         UndoResult,
     )
+    from recon.domain.requests import UNDO
     from workflows import display
     from workflows.policies import RETRY, WRITE_TIMEOUT
+    from workflows.requests import SIGNED_REQUESTS, checked_signer, started_by_its_night
 
 GENERATION_PATCH = "undo-opens-next-generation"
-
 
 
 @workflow.defn
@@ -43,6 +46,14 @@ class UndoReconciliation:
 
     @workflow.run
     async def run(self, req: UndoRequest) -> UndoResult:
+        # Undos recorded before requests were signed replay without the check.
+        if workflow.patched(SIGNED_REQUESTS) and not started_by_its_night(req.run_workflow_id):
+            approver = await checked_signer(
+                UNDO, run=req.run_workflow_id, supplier_id=req.supplier_id,
+                references=req.references, reason=req.reason, by=req.by,
+                signed_at=req.signed_at, signature=req.signature,
+                heartbeat_seconds=req.heartbeat_seconds)
+            req = req.model_copy(update={"by": approver})
         workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDOING.value)])
         counts: dict[str, Reversed] = {}
         if workflow.patched(GENERATION_PATCH):  # undos recorded before it raised no generation

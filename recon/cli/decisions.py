@@ -125,6 +125,7 @@ def redo(
 ) -> None:
     """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
     from recon.domain.money import rupees
+    from recon.domain.requests import REDO
     from recon.ops.redo import start_redo
 
     wid = checked_run_id(run_id)
@@ -133,10 +134,11 @@ def redo(
 
     async def go():
         async with database() as pool:
-            decider = await _decider(pool, key, by)
+            signed = await _signed(pool, key, REDO, run=wid, supplier=supplier, references=[],
+                                   reason=reason, by=by)
             client = await temporal()
             handle, ledger, stock, generation = await start_redo(
-                client, pool, load_settings(), wid, supplier, reason, decider)
+                client, pool, load_settings(), wid, supplier, reason, signed)
             console.print(f"redo {handle.id} started: {ledger} ledger entries and {stock} stock "
                           f"movements to post again (generation {generation})",
                           markup=False, highlight=False)
@@ -153,16 +155,24 @@ def mail(
         metavar="[RUN | show KEY | resend KEY | dismiss KEY]",
         help="A run to list its messages (all runs if omitted), or an action on one message.")] = None,
     key: Annotated[str | None, typer.Argument(metavar="", show_default=False)] = None,
-    by: Annotated[str, typer.Option(help="Who decides (resend, dismiss).")] = "",
+    by: Annotated[str | None, typer.Option(
+        help="resend, dismiss: must be the owner of the key (default: the key's owner).")] = None,
     to: Annotated[str | None, typer.Option(help="resend: a corrected address.")] = None,
     note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
+    signing_key: Annotated[Path | None, typer.Option(
+        "--key", help="resend, dismiss: your approver key (default: RECON_APPROVER_KEY).")] = None,
 ) -> None:
-    """The outbox as mail: each message's state, one message in full, or answer a refused one."""
+    """The outbox as mail: each message's state, one message in full, or answer a refused one
+    (resend, dismiss: signed with your approver key)."""
     from recon.cli.mail import mail_command
+
+    if by is not None and not by.strip():
+        raise Refused("say who decides (--by NAME), or leave --by out: the key says who")
 
     async def go():
         async with database() as pool:
-            await mail_command(pool, console, target, key, by=by, to=to, note=note)
+            await mail_command(pool, console, target, key, by=by, to=to, note=note,
+                               signing_key=signing_key)
 
     asyncio.run(go())
 
@@ -181,6 +191,7 @@ def undo(
         help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
 ) -> None:
     """Compensate a finished run (or one supplier of it): reversals, opposite stock, withdrawals."""
+    from recon.domain.requests import UNDO
     from recon.ops.undo import describe_plan, start_undo
 
     wid = checked_run_id(run_id)
@@ -194,27 +205,25 @@ def undo(
             client = await temporal()
             if dry_run:
                 return await describe_plan(client, pool, wid, supplier, reference or [])
-            decider = await _decider(pool, key, by)
+            signed = await _signed(pool, key, UNDO, run=wid, supplier=supplier,
+                                   references=reference or [], reason=reason, by=by)
             return await start_undo(client, pool, load_settings(), wid, supplier, reference or [],
-                                    reason, decider)
+                                    reason, signed)
 
     for line in asyncio.run(go()):
         console.print(printable(line), markup=False, highlight=False)
 
 
-async def _decider(pool, key: Path | None, by: str | None) -> str:
-    """Who decides an undo or a redo: the owner of the approver key at hand (--key or
-    RECON_APPROVER_KEY), an active approver; `--by`, if given, must name them."""
+async def _signed(pool, key: Path | None, purpose: str, *, run: str, supplier: str | None,
+                  references: list[str], reason: str, by: str | None):
+    """An undo or redo request signed with the approver key at hand (--key or
+    RECON_APPROVER_KEY); `--by`, if given, must name its owner. The workflow checks it."""
     from recon.cli.approvers import approver_key
-    from recon.ops.approvers import owner_of
+    from recon.ops.requests import signed_request
 
     signing_key = approver_key(key)
     if signing_key is None:
-        raise Refused("who decides is proven by an approver key: set RECON_APPROVER_KEY or pass "
-                      "--key PATH")
-    person = await owner_of(pool, signing_key)
-    if not person.active:
-        raise Refused(f"{person.name}'s key was revoked at {person.revoked_at:%Y-%m-%d %H:%M:%S}")
-    if by is not None and by != person.name:
-        raise Refused(f"--by {by!r} is not the owner of this key ({person.name})")
-    return person.name
+        raise Refused("undo and redo are signed: set RECON_APPROVER_KEY to your approver key or "
+                      "pass --key PATH")
+    return await signed_request(pool, signing_key, purpose, run=run, supplier=supplier,
+                                references=references, reason=reason, by=by)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
+from pathlib import Path
 
 import asyncpg
 from rich.console import Console
@@ -21,17 +23,17 @@ LISTED = 500  # newest messages shown when no run is named
 
 
 async def mail_command(pool: asyncpg.Pool, console: Console, target: str | None,
-                       key: str | None, *, by: str, to: str | None, note: str) -> None:
+                       key: str | None, *, by: str | None, to: str | None, note: str,
+                       signing_key: Path | None = None) -> None:
     if target in ACTIONS:
         if not key:
             raise ValueError(f"`recon mail {target} KEY`: give the message's outbox key "
                              "(`recon mail RUN` lists them)")
         if target == "show":
             await _show(pool, console, key)
-        elif target == "resend":
-            console.print(printable(await handovers.resend(pool, key, by, to, note)), markup=False)
         else:
-            console.print(printable(await handovers.dismiss(pool, key, by, note)), markup=False)
+            console.print(printable(await _answer(pool, target, key, by=by, to=to, note=note,
+                                                  signing_key=signing_key)), markup=False)
         return
     if key:
         raise ValueError(f"unexpected {key!r}: use `recon mail RUN` or `recon mail show KEY`")
@@ -56,6 +58,33 @@ async def mail_command(pool: asyncpg.Pool, console: Console, target: str | None,
     console.print(table)
     if target:
         console.print(printable((await delivery(pool, target)).line("Debit notes")), markup=False)
+
+
+async def _answer(pool: asyncpg.Pool, action: str, key: str, *, by: str | None, to: str | None,
+                  note: str, signing_key: Path | None) -> str:
+    """resend or dismiss, signed with the approver key at hand and checked where it is acted on
+    (recon/mail/handovers.py)."""
+    from recon.cli.approvers import approver_key
+    from recon.domain.errors import Refused
+    from recon.domain.requests import MAIL_DISMISS, MAIL_RESEND
+    from recon.ops.requests import signed_mail
+
+    if action == "resend" and to is not None and "@" not in to:
+        raise ValueError(f"--to must be an email address, got {to!r}")
+    if action == "dismiss" and not note.strip():
+        raise ValueError("say why (--note WHY)")
+    private = approver_key(signing_key)
+    if private is None:
+        raise Refused(f"`recon mail {action}` is signed: set RECON_APPROVER_KEY to your approver "
+                      "key or pass --key PATH")
+    max_age = timedelta(seconds=load_settings().decision_max_age_seconds)
+    if action == "resend":
+        signed = await signed_mail(pool, private, MAIL_RESEND, outbox_key=key, to=to, note=note,
+                                   by=by)
+        return await handovers.resend(pool, key, signed, to, note, max_age)
+    signed = await signed_mail(pool, private, MAIL_DISMISS, outbox_key=key, to=None, note=note,
+                               by=by)
+    return await handovers.dismiss(pool, key, signed, note, max_age)
 
 
 async def _show(pool: asyncpg.Pool, console: Console, key: str) -> None:

@@ -86,7 +86,9 @@ async def wait_for(handle):
     try:
         outcome = await result_or_handover(handle, RunSummary)
     except WorkflowFailureError as exc:
-        raise Refused(f"run {handle.id} failed: {exc.cause}") from None
+        # a redo whose signed request was refused (workflows/requests.py) did nothing: say so
+        verb = "refused" if getattr(exc.cause, "type", "") == "RequestRefused" else "failed"
+        raise Refused(f"run {handle.id} {verb}: {exc.cause}") from None
     if isinstance(outcome, AwaitingDecision):
         fail(outcome.line(), AWAITING_DECISION_EXIT)
     return outcome

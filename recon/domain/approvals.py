@@ -84,6 +84,9 @@ class DecisionCheck(BaseModel):
 
     check_id: str  # workflow.uuid4(): a retried check records one refusal, not two
     workflow_id: str  # the run that waits (the night, or a redo of it): what was signed
+    # its first execution's run id (kept by a reset): a signature is spent on one execution's
+    # handover; empty from runs that asked before signatures were spent
+    execution: str = ""
     night: str  # whose rows the money at stake is read from (a redo's night)
     supplier_id: str | None = None  # a redo of one supplier weighs that supplier only
     handover_no: int

@@ -68,6 +68,12 @@ def redo_workflow_id(run_workflow_id: str, supplier_id: str | None, generation: 
     return f"{REDO_WORKFLOW_PREFIX}{run_workflow_id}{scope}-g{generation}"
 
 
+def is_redo_of(workflow_id: str, run_workflow_id: str) -> bool:
+    """Is `workflow_id` a redo (of the whole night or one supplier, any generation) of the run?"""
+    shape = re.escape(f"{REDO_WORKFLOW_PREFIX}{run_workflow_id}") + r"(-supplier-.+)?-g\d+"
+    return re.fullmatch(shape, workflow_id) is not None
+
+
 def undo_workflow_id(run_workflow_id: str, supplier_id: str | None = None,
                      references: list[str] | tuple[str, ...] = ()) -> str:
     """Derived from the run and the scope: starting the same undo twice is the same workflow."""

@@ -23,6 +23,7 @@ class RunStatus(StrEnum):
     UNDOING = "Undoing"
     UNDONE = "Undone"
     COMPLETED = "Completed"
+    REFUSED = "Refused"  # an undo or redo whose signed request was refused: nothing was done
 
 
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")

@@ -30,6 +30,10 @@ class RunRequest(BaseModel):
     redo_supplier: str | None = None
     redo_reason: str = ""
     redo_by: str = ""
+    # The redo is a signed request (recon.domain.requests, purpose recon-redo/1), checked by the
+    # workflow before it posts anything; `redo_by` is then the key's owner.
+    redo_signed_at: str = ""
+    redo_signature: str = ""
 
 
 class StepInput(BaseModel):
@@ -205,6 +209,11 @@ class UndoRequest(BaseModel):
     reason: str
     by: str
     heartbeat_seconds: float = 2.0
+    # A signed request (recon.domain.requests, purpose recon-undo/1), checked by the undo workflow
+    # before it reverses anything; empty only for the undo a night starts for itself after a
+    # signed `undo` decision (authorised by its parent, workflows/requests.py).
+    signed_at: str = ""
+    signature: str = ""
 
     @property
     def scope(self) -> str:

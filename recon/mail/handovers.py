@@ -1,22 +1,69 @@
 """Delivery handovers (see recon/mail/failures.py for the rule): listing them and answering them.
 
-`recon mail resend KEY --by NAME [--to ADDRESS]` puts the refused message back in the queue (to
-a corrected address if given; the Message-ID stays, it is the same claim); `recon mail dismiss`
-closes the handover without sending. Both record who decided and when, on the handover row.
+`recon mail resend KEY [--to ADDRESS]` puts the refused message back in the queue (to a corrected
+address if given; the Message-ID stays, it is the same claim); `recon mail dismiss` closes the
+handover without sending. Both are signed requests (purposes recon-mail-resend/1 and
+recon-mail-dismiss/1, docs/design.md §3 "Signed requests"): the signature is checked against the
+approvers on record in the same transaction that acts on it, with the message locked, and the
+handover row names the key's owner. A refused request changes nothing but `refused_requests`,
+where it is kept with who tried. One use per signature: a signed resend answers one refusal of
+one message (the message's `failed_at`), never a later one.
 Listing them is `recon.store.mail_handovers.open_handovers` / `handovers_of`.
 """
 
 from __future__ import annotations
 
+import uuid
+from datetime import timedelta
+
 import asyncpg
 
-from recon.domain.errors import NotRefused  # noqa: F401 - defined with every error class
-from recon.store import mail_deliveries, mail_handovers
+from recon.domain.errors import NotRefused, Refused
+from recon.domain.requests import (
+    MAIL_DISMISS,
+    MAIL_RESEND,
+    SignedRequest,
+    already_used,
+    canonical_mail,
+    judge,
+    signature_digest,
+)
+from recon.domain.signing import verifies
+from recon.store import approvers, mail_deliveries, mail_handovers, signed_requests
 
 
-async def resend(pool: asyncpg.Pool, key: str, by: str, to: str | None, note: str) -> str:
-    if not by.strip():
-        raise ValueError("say who decides (--by NAME)")
+async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asyncpg.Record,
+                   signed: SignedRequest, to: str | None, note: str, stake: int,
+                   max_age: timedelta) -> str | None:
+    """Why this signed answer cannot be taken (recorded), or None: then its signature is spent."""
+    received = await signed_requests.clock(conn)
+    person = await approvers.by_name(conn, signed.by[:64]) if signed.signature else None
+    verified = person is not None and verifies(person.public_key, canonical_mail(
+        purpose, key=key, to=to, note=note, by=signed.by, signed_at=signed.signed_at),
+        signed.signature)
+    verdict = judge(purpose, by=signed.by, signer=person, verified=verified,
+                    signed_at=signed.signed_at, signature=signed.signature, received_at=received,
+                    max_age=max_age, stake_paise=stake if verified else 0)
+    refused = verdict.refused
+    if not refused:
+        digest = signature_digest(signed.signature)
+        assert digest is not None  # it verified
+        failed = row["failed_at"].isoformat() if row["failed_at"] else "-"
+        used = await signed_requests.spend(conn, digest, purpose=purpose,
+                                           run=row["workflow_id"], target=f"{key}@{failed}",
+                                           signer=verdict.approver)
+        refused = already_used(*used) if used else ""
+    if not refused:
+        return None
+    await signed_requests.record_refusal(
+        conn, check_id=str(uuid.uuid4()), purpose=purpose, run=row["workflow_id"], target=key,
+        tried_by=signed.by, signer=verdict.approver or None, stake_paise=verdict.stake_paise or None,
+        reason=refused, received_at=received)
+    return refused
+
+
+async def resend(pool: asyncpg.Pool, key: str, signed: SignedRequest, to: str | None, note: str,
+                 max_age: timedelta) -> str:
     if to is not None and "@" not in to:
         raise ValueError(f"--to must be an email address, got {to!r}")
     async with pool.acquire() as conn, conn.transaction():
@@ -26,18 +73,30 @@ async def resend(pool: asyncpg.Pool, key: str, by: str, to: str | None, note: st
         if row["failed_at"] is None:
             state = "delivered" if row["sent_at"] else "still being tried"
             raise NotRefused(f"message {key} was not refused ({state}): nothing to resend")
-        await mail_deliveries.queue_again(conn, key, to)
-        await mail_handovers.decide(conn, key, "resend", by,
-                                    note or (f"resend to {to}" if to else "resend"))
-        await mail_deliveries.wake_senders(conn)
+        refused = await _refusal(conn, MAIL_RESEND, key=key, row=row, signed=signed, to=to,
+                                 note=note, stake=abs(row["amount_paise"] or 0), max_age=max_age)
+        if refused is None:
+            await mail_deliveries.queue_again(conn, key, to)
+            await mail_handovers.decide(conn, key, "resend", signed.by,
+                                        note or (f"resend to {to}" if to else "resend"))
+            await mail_deliveries.wake_senders(conn)
+    if refused is not None:  # on record, committed above; nothing else changed
+        raise Refused(f"resend of {key} refused: {refused}")
     return f"{key} queued again for {to or row['recipient']}"
 
 
-async def dismiss(pool: asyncpg.Pool, key: str, by: str, note: str) -> str:
-    if not by.strip() or not note.strip():
-        raise ValueError("say who decides and why (--by NAME --note WHY)")
+async def dismiss(pool: asyncpg.Pool, key: str, signed: SignedRequest, note: str,
+                  max_age: timedelta) -> str:
+    if not note.strip():
+        raise ValueError("say why (--note WHY)")
     async with pool.acquire() as conn, conn.transaction():
-        closed = await mail_handovers.dismiss(conn, key, by, note)
-    if not closed:
-        raise LookupError(f"no open delivery handover for {key!r} (see `recon handovers`)")
+        row = await mail_deliveries.lock_message(conn, key)
+        if row is None or not await mail_handovers.is_open(conn, key):
+            raise LookupError(f"no open delivery handover for {key!r} (see `recon handovers`)")
+        refused = await _refusal(conn, MAIL_DISMISS, key=key, row=row, signed=signed, to=None,
+                                 note=note, stake=0, max_age=max_age)
+        if refused is None:
+            await mail_handovers.dismiss(conn, key, signed.by, note)
+    if refused is not None:
+        raise Refused(f"dismiss of {key} refused: {refused}")
     return f"delivery handover for {key} closed: {note}"

@@ -16,7 +16,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from recon.domain.errors import DecisionRefused
 from recon.domain.models import Decision
 from recon.domain.printable import printable
-from recon.store import handovers
+from recon.domain.requests import WHAT
+from recon.store import handovers, signed_requests
 from recon.store.approvers import refusals_of
 
 
@@ -46,7 +47,8 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
     from recon.store.mail_handovers import handovers_of
 
     mail_rows = await handovers_of(pool, workflow_id)
-    if not rows and not ignored and not mail_rows and not refused:
+    requests = await signed_requests.refusals_of(pool, workflow_id)  # undo, redo, mail answers
+    if not rows and not ignored and not mail_rows and not refused and not requests:
         raise DecisionRefused(f"run {workflow_id} has no handover")
     lines: list[str] = []
     for m in mail_rows:  # a refused debit note: answered with `recon mail resend|dismiss`
@@ -90,6 +92,12 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
             f"  refused: {f['decision']} by {f['tried_by']}{signer} for handover "
             f"#{f['handover_no']} via {f['via']} at {f['received_at']:%Y-%m-%d %H:%M:%S}: "
             f"{f['reason']}"))
+    for f in requests:
+        signer = "" if f["signer"] == f["tried_by"] else \
+            f" (signed by {f['signer']})" if f["signer"] else " (no valid signature)"
+        lines.append(printable(
+            f"  refused: {WHAT.get(f['purpose'], f['purpose'])} by {f['tried_by']}{signer} "
+            f"({f['target']}) at {f['received_at']:%Y-%m-%d %H:%M:%S}: {f['reason']}"))
     count = memo.get("ignored_count")
     if isinstance(count, int) and count > len(ignored):
         lines.append(f"  {count} decisions ignored; the last {len(ignored)}:")

@@ -4,7 +4,8 @@ The undo moved the night to a new generation, so the redo posts under keys no un
 holds. The redo is the nightly workflow itself, started under its own id with `redo_of` set:
 steps 1-6 are already in Postgres under the night's id, so it runs steps 7-10 for the scope,
 with the same gate, verification and handovers. Its id carries the scope and the generation,
-so two `recon redo` at once attach to one workflow.
+so two `recon redo` at once attach to one workflow. The request is signed; the workflow checks
+the signature before it posts anything (a refusal fails the redo in one line).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from recon.domain.errors import RedoRefused, UnknownRun
 from recon.domain.keys import UNDO_WORKFLOW_PREFIX, companions_of, night_of, redo_workflow_id
+from recon.domain.requests import SignedRequest
 from recon.runtime.config import Settings
 from recon.store.reversals import supplier_in_night, to_redo
 
@@ -64,7 +66,7 @@ async def plan_redo(
 
 async def start_redo(
     client: Client, pool: asyncpg.Pool, settings: Settings, run: str, supplier: str | None,
-    reason: str, by: str,
+    reason: str, signed: SignedRequest,
 ):
     """Start (or attach to) the redo workflow; returns its handle and what it will post."""
     from starter import run_request
@@ -74,13 +76,14 @@ async def start_redo(
     night = night_of(run)
     assert night is not None  # plan_redo refused any other shape
     request = run_request(settings, *night).model_copy(update={
-        "redo_of": run, "redo_supplier": supplier, "redo_reason": reason, "redo_by": by,
+        "redo_of": run, "redo_supplier": supplier, "redo_reason": reason, "redo_by": signed.by,
+        "redo_signed_at": signed.signed_at, "redo_signature": signed.signature,
     })
     handle = await client.start_workflow(
         NightlyReconciliation.run, request,
         id=redo_workflow_id(run, supplier, generation), task_queue=settings.task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-        memo={"redo_of": run, "supplier": supplier, "reason": reason, "by": by},
+        memo={"redo_of": run, "supplier": supplier, "reason": reason, "by": signed.by},
     )
     return handle, ledger, stock, generation

@@ -3,12 +3,16 @@
 A run that is still going is refused (README: "undo of an unfinished run is refused"): its
 handover's `--decision undo` is the way to undo a run that is waiting, and the forward run then
 runs the same undo workflow itself, so the two can never both run.
+
+The request is signed (recon.ops.requests.signed_request); the undo workflow checks the signature
+before it reverses anything, and a refused request fails it in one line: that line is what
+`recon undo` prints.
 """
 
 from __future__ import annotations
 
 import asyncpg
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -17,6 +21,7 @@ from recon.domain.errors import UndoRefused, UnknownRun
 from recon.domain.keys import REDO_WORKFLOW_PREFIX, companions_of
 from recon.domain.models import UndoRequest, UndoResult
 from recon.domain.money import rupees
+from recon.domain.requests import SignedRequest
 from recon.runtime.config import Settings
 from recon.store.inspection import (
     forward_references,
@@ -94,25 +99,30 @@ async def describe_plan(
 
 async def start_undo(
     client: Client, pool: asyncpg.Pool, settings: Settings, run: str, supplier: str | None,
-    references: list[str], reason: str, by: str,
+    references: list[str], reason: str, signed: SignedRequest,
 ) -> list[str]:
     from recon.domain.labels import undo_start_options
     from workflows.undo import UndoReconciliation
 
     await _checked_plan(client, pool, run, supplier, references)
     request = UndoRequest(run_workflow_id=run, supplier_id=supplier, references=references,
-                          reason=reason, by=by, heartbeat_seconds=settings.heartbeat_seconds)
+                          reason=reason, by=signed.by, signed_at=signed.signed_at,
+                          signature=signed.signature, heartbeat_seconds=settings.heartbeat_seconds)
     undo_id = request.workflow_id()
     try:
         handle = await client.start_workflow(
             UndoReconciliation.run, request, id=undo_id, task_queue=settings.task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            **undo_start_options(run, request.scope, by, reason, settings.temporal_namespace),
+            **undo_start_options(run, request.scope, signed.by, reason,
+                                 settings.temporal_namespace),
         )
     except WorkflowAlreadyStartedError:
         raise UndoRefused(f"undo {undo_id} already ran") from None
-    result: UndoResult = await handle.result()
+    try:
+        result: UndoResult = await handle.result()
+    except WorkflowFailureError as exc:
+        raise UndoRefused(f"undo {undo_id} refused: {exc.cause}") from None
     return [
         f"undo {result.undo_workflow_id} finished ({request.scope}):",
         f"  {result.ledger_reversals} ledger reversals ({rupees(result.reversed_paise)} reversed), "

@@ -109,8 +109,8 @@ async def undelivered(conn: Db, workflow_id: str) -> int:
 # ---------------------------------------------------------------------------- answering a refusal
 async def lock_message(conn: asyncpg.Connection, key: str) -> asyncpg.Record | None:
     """The message's delivery state, locked until the caller's transaction ends."""
-    return await conn.fetchrow("SELECT recipient, failed_at, sent_at FROM outbox WHERE key = $1"
-                               " FOR UPDATE", key)
+    return await conn.fetchrow("SELECT recipient, failed_at, sent_at, workflow_id, amount_paise"
+                               " FROM outbox WHERE key = $1 FOR UPDATE", key)
 
 
 async def queue_again(conn: asyncpg.Connection, key: str, to: str | None) -> None:

@@ -52,6 +52,12 @@ async def decide(conn: asyncpg.Connection, key: str, decision: str, by: str, not
         key, decision, by, note or None)
 
 
+async def is_open(conn: Db, key: str) -> bool:
+    """Does the message have a delivery handover waiting for a person?"""
+    return bool(await conn.fetchval(
+        "SELECT 1 FROM mail_handovers WHERE outbox_key = $1 AND decision IS NULL", key))
+
+
 async def dismiss(conn: asyncpg.Connection, key: str, by: str, note: str) -> bool:
     """Close the open handover without sending; False when none was open."""
     closed = await conn.execute(

@@ -113,6 +113,16 @@ class Recorder:
         return await signed_decision(self.pool, load_key(key), run=run, handover_no=handover_no,
                                      decision=decision, by="recorder", note=note, park=[])
 
+    async def signed_undo(self, run: str, supplier: str | None = None):
+        """An undo request signed by the recorder's approver key, as `recon undo` signs it."""
+        from recon.domain.requests import UNDO
+        from recon.ops.requests import signed_request
+
+        key = self.state / "recorder.pem"
+        await ensure_tool_approver(self.pool, "recorder", "recorder@distributor.example", key)
+        return await signed_request(self.pool, load_key(key), UNDO, run=run, supplier=supplier,
+                                    references=[], reason="recorded undo", by="recorder")
+
     async def save(self, name: str, workflow_id: str) -> None:
         history = await self.client.get_workflow_handle(workflow_id).fetch_history()
         (HISTORIES / f"{name}.json").write_text(history.to_json())
@@ -194,7 +204,8 @@ async def undo_run(r: Recorder) -> None:
     from recon.ops.undo import start_undo
 
     wid, settings = await _finished_run(r, "undorun")
-    await start_undo(r.client, r.pool, settings, wid, None, [], "recorded undo", "recorder")
+    await start_undo(r.client, r.pool, settings, wid, None, [], "recorded undo",
+                     await r.signed_undo(wid))
     await r.save("undo_run", f"undo-{wid}")
 
 
@@ -205,10 +216,29 @@ async def undo_supplier(r: Recorder) -> None:
     supplier = await r.pool.fetchval(
         "SELECT supplier_id FROM ledger_entries WHERE workflow_id = $1 ORDER BY reference LIMIT 1",
         wid)
-    await start_undo(r.client, r.pool, settings, wid, supplier, [], "recorded undo", "recorder")
+    await start_undo(r.client, r.pool, settings, wid, supplier, [], "recorded undo",
+                     await r.signed_undo(wid, supplier))
     undo = [w async for w in r.client.list_workflows(
         f"WorkflowType = 'UndoReconciliation' AND WorkflowId STARTS_WITH 'undo-{wid}'")]
     await r.save("undo_supplier", undo[0].id)
+
+
+async def redo_run(r: Recorder) -> None:
+    """A night undone, then redone: the redo's history (its signed request checked first)."""
+    from recon.domain.requests import REDO
+    from recon.ops.redo import start_redo
+    from recon.ops.requests import signed_request
+    from recon.ops.undo import start_undo
+
+    wid, settings = await _finished_run(r, "redorun")
+    await start_undo(r.client, r.pool, settings, wid, None, [], "recorded undo",
+                     await r.signed_undo(wid))
+    signed = await signed_request(r.pool, load_key(r.state / "recorder.pem"), REDO, run=wid,
+                                  supplier=None, references=[], reason="recorded redo",
+                                  by="recorder")
+    handle, *_ = await start_redo(r.client, r.pool, settings, wid, None, "recorded redo", signed)
+    await handle.result()
+    await r.save("redo_run", handle.id)
 
 
 async def scheduled_night(r: Recorder) -> None:
@@ -232,7 +262,8 @@ async def scheduled_night(r: Recorder) -> None:
 
 
 STORIES = {f.__name__: f for f in (crash_and_resume, handover_resume, handover_retry, handover_undo,
-                                   gate_resume, undo_run, undo_supplier, scheduled_night)}
+                                   gate_resume, undo_run, undo_supplier, redo_run,
+                                   scheduled_night)}
 
 
 async def main(names: list[str]) -> None:

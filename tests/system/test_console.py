@@ -10,7 +10,8 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle
 
 from recon.documents.seed import seed_night
-from tests.approving import signed
+from recon.domain.requests import UNDO
+from tests.approving import signed, signed_as
 from tests.helpers import inprocess_worker, settings_for, start, wait_for
 
 
@@ -68,7 +69,8 @@ async def test_describe_shows_summary_details_and_search_attributes(
 
         from recon.ops.undo import start_undo
 
-        await start_undo(client, pool, settings, handle.id, None, [], "wrong night", "asha")
+        await start_undo(client, pool, settings, handle.id, None, [], "wrong night",
+                         await signed_as(pool, stack.state, UNDO, handle.id, reason="wrong night"))
         undo = await client.get_workflow_handle(f"undo-{handle.id}").describe()
         assert await undo.static_summary() == f"Undo of {handle.id} (whole run)"
         assert f"/workflows/{handle.id})" in (await undo.static_details() or ""), "links to its run"

@@ -28,6 +28,7 @@ from recon.mail.smtp_sink import MailSink
 from recon.mail.smtp_url import parse_smtp_url
 from recon.runtime.embedded import free_port
 from recon.store.outbox import Message, enqueue
+from tests import approving
 from tests.fakes.smtp import ScriptedHandler, inbox, mail_database, text_of
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for
 
@@ -265,6 +266,7 @@ async def test_a_refused_debit_note_parks_with_the_reply_and_opens_a_handover(
     wf = "recon-2026-10-13-refused"
     key = debit_note_key(wf, "S007")
     async with mail_database(stack.database_url) as (url, pool):
+        await approving.register(pool, stack.state)  # resend and dismiss are signed, as asha
         env_db = stack.env(DATABASE_URL=url)
         with MailSink(maildir, ScriptedHandler(maildir, refuse={gone})) as sink:
             async with running_sender(url, sink.url):
@@ -311,7 +313,8 @@ async def test_a_refused_debit_note_parks_with_the_reply_and_opens_a_handover(
         assert (decided["decision"], decided["decided_by"]) == ("resend", "asha")
 
 
-async def test_mail_commands_refuse_bad_input_with_one_line(stack) -> None:
+async def test_mail_commands_refuse_bad_input_with_one_line(stack, pool) -> None:
+    """(`pool` puts the test approvers on record: a dismiss is signed before it is looked up.)"""
     env = stack.env()
     for args, reason in [
         (("mail", "show"), "give the message's outbox key"),

@@ -27,7 +27,7 @@ from workflows.registry import WORKFLOWS
 
 HISTORIES = Path(__file__).resolve().parents[1] / "histories"
 KEPT = {"crash_and_resume", "handover_resume", "handover_retry", "handover_undo", "gate_resume",
-        "undo_run", "undo_supplier", "scheduled_starter", "nightly_completed"}
+        "undo_run", "undo_supplier", "redo_run", "scheduled_starter", "nightly_completed"}
 
 
 def _workflow_id(path: Path) -> str:
@@ -51,7 +51,8 @@ def _replayer(keyring: Keyring | None = AFTER_ROTATION) -> Replayer:
 
 
 # Today's recordings, and those recorded by earlier workflow code (before decisions named their
-# handover, resume re-ran a failed step and undo raised a generation): both must replay, which is
+# handover, resume re-ran a failed step, undo raised a generation, and undo and redo checked a
+# signed request): both must replay, which is
 # what the `workflow.patched` guards in workflows/ are for.
 @pytest.mark.parametrize("path", sorted(p for p in HISTORIES.glob("**/*.json")
                                         if p.stem != "workflow_ids"),

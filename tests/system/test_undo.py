@@ -12,7 +12,7 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 
 from recon.documents.seed import seed_night
-from recon.domain.models import UndoRequest
+from tests.approving import signed_undo
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 from workflows.undo import UndoReconciliation
 
@@ -98,7 +98,7 @@ async def test_undo_of_a_whole_run_and_the_same_undo_twice(
     seeded, levels_before, wf, settings = await _finished_night(pool, client, night)
     notes = await pool.fetchval(
         "SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note'", wf)
-    request = UndoRequest(run_workflow_id=wf, reason="run was wrong", by="finance.head")
+    request = await signed_undo(pool, stack.state, wf, by="ravi")
     async with inprocess_worker(settings):
         handles = await asyncio.gather(*(
             client.start_workflow(
@@ -126,14 +126,14 @@ async def test_undo_of_a_whole_run_and_the_same_undo_twice(
 
 
 async def test_a_worker_killed_in_the_middle_of_an_undo(
-    pool: asyncpg.Pool, client: Client, night, spawn_worker
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, stack
 ) -> None:
     seeded, _levels_before, wf, settings = await _finished_night(pool, client, night)
     originals = await pool.fetchval(
         "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1", wf)
     doomed = spawn_worker(settings.task_queue, RECON_FAILPOINTS="reverse_ledger_entries:7",
                           RECON_POST_BATCH="3")
-    request = UndoRequest(run_workflow_id=wf, reason="run was wrong", by="finance.head")
+    request = await signed_undo(pool, stack.state, wf)
     handle = await client.start_workflow(
         UndoReconciliation.run, request, id=request.workflow_id(),
         task_queue=settings.task_queue)

@@ -36,6 +36,7 @@ from recon.domain.models import (
     StepInput,
     UndoRequest,
 )
+from recon.domain.requests import RequestCheck, RequestVerdict
 from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation
 
@@ -61,6 +62,7 @@ class NightState:
         # decisions the signature check saw; kept apart from `calls`, whose order the step
         # tests read (a check runs while the run waits, not as a step)
         self.checks: list[DecisionCheck] = []
+        self.requests: list[RequestCheck] = []  # undo and redo requests checked, apart too
 
     def fail(self, name: str, *errors: BaseException) -> None:
         """The next calls of `name` raise these, one per call."""
@@ -183,6 +185,14 @@ class StandIns:
             return DecisionVerdict(refused=f"unsigned decision by {check.by!r}")
         return DecisionVerdict(approver=check.by)
 
+    @activity.defn(name="check_signed_request")
+    async def check_signed_request(self, check: RequestCheck) -> RequestVerdict:
+        """The request check's stand-in: signed (by its `by`) when it carries STANDIN_SIGNATURE."""
+        self._night().requests.append(check)
+        if check.signature != STANDIN_SIGNATURE:
+            return RequestVerdict(refused=f"unsigned {check.purpose} by {check.by!r}")
+        return RequestVerdict(approver=check.by)
+
     @activity.defn(name="send_reminder")
     async def send_reminder(self, req: ReminderRequest) -> None:
         self._called("send_reminder", req)
@@ -215,7 +225,7 @@ class StandIns:
             self.post_adjustments,
             self.update_stock, self.check_evidence, self.send_debit_notes, self.send_summary,
             self.record_handover, self.record_decision, self.park_invoices, self.send_reminder,
-            self.check_decision,
+            self.check_decision, self.check_signed_request,
             self.open_next_generation, self.withdraw_debit_notes, self.reverse_stock_movements,
             self.reverse_ledger_entries,
         ]

@@ -8,15 +8,23 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 from recon.domain.labels import RECON_STATUS
-from recon.domain.models import Decision, GateVerdict, HandoverNote, UndoResult
+from recon.domain.models import Decision, GateVerdict, HandoverNote, UndoRequest, UndoResult
 from recon.domain.steps import STEPS
 from tests.workflows.standins import (
     MISMATCHES,
     STANDIN_SIGNATURE,
+    STANDINS,
+    TASK_QUEUE,
     StandIns,
     night_with_standins,
     period_locked,
@@ -248,7 +256,9 @@ async def test_a_redo_skips_the_reads_and_writes_under_the_nights_keys(temporal_
     night_id = "recon-2026-10-13-redo1"
     async with night_with_standins(temporal_only) as night:
         handle = await night.start(warehouse="redo1", redo_of=night_id, redo_supplier="S001",
-                                   redo_reason="prices fixed", redo_by="asha")
+                                   redo_reason="prices fixed", redo_by="asha",
+                                   redo_signed_at="2026-10-14T03:00:00+00:00",
+                                   redo_signature=STANDIN_SIGNATURE)
         summary = await handle.result()
         standins: StandIns = night.standins
     assert handle.id == f"redo-{night_id}-g2"
@@ -264,6 +274,9 @@ async def test_a_redo_skips_the_reads_and_writes_under_the_nights_keys(temporal_
     for name in NOTES:
         assert standins.inputs[name][0].workflow_id == night_id
     assert standins.inputs["check_evidence"][0].supplier_id == "S001"
+    [check] = standins.requests  # checked once, before anything else
+    assert (check.purpose, check.target, check.run, check.supplier_id, check.by) == \
+        ("recon-redo/1", handle.id, night_id, "S001", "asha")
 
 
 async def test_going_on_without_named_invoices_parks_them_first(temporal_only: Client) -> None:
@@ -294,6 +307,7 @@ async def test_undo_at_the_gate_sends_no_note(temporal_only: Client) -> None:
         "open_next_generation", "withdraw_debit_notes", "reverse_stock_movements",
         "reverse_ledger_entries"]
     assert not set(NOTES) & set(calls)
+    assert not night.standins.requests, "the night's own undo is authorised by its signed decision"
 
 
 async def test_a_decision_is_taken_only_after_its_signature_check(temporal_only: Client) -> None:
@@ -326,3 +340,41 @@ async def test_a_decision_is_taken_only_after_its_signature_check(temporal_only:
     assert {c.workflow_id for c in checks} == {handle.id} and checks[0].received_at
     assert [(d.by, d.decision, d.note, d.confirmed_by) for d in decided] == [
         ("asha", "resume", "ok", "")]
+
+
+async def test_an_undo_or_a_redo_is_checked_before_anything_and_a_refusal_does_nothing(
+        temporal_only: Client) -> None:
+    """Started straight on Temporal: unsigned, each ends failed (RequestRefused, ReconStatus
+    Refused) before a single activity ran but the check; signed, the undo runs under the name
+    the check answered."""
+    async with night_with_standins(temporal_only) as night:
+        redo = await night.start(warehouse="redo2", redo_of="recon-2026-10-13-redo2",
+                                 redo_reason="again", redo_by="asha")
+        with pytest.raises(WorkflowFailureError) as failed:
+            await redo.result()
+        assert isinstance(failed.value.cause, ApplicationError)
+        assert failed.value.cause.type == "RequestRefused"
+        assert "unsigned recon-redo/1" in failed.value.cause.message
+        assert night.standins.calls == [] and len(night.standins.requests) == 1
+        assert await _search_status(redo) == "Refused"
+
+    async with night_with_standins(temporal_only) as night:
+        run = "recon-2026-10-13-undo2"
+        STANDINS.nights[run] = night.standins
+        for signature in ("", STANDIN_SIGNATURE):
+            request = UndoRequest(run_workflow_id=run, reason="wrong night", by="ravi",
+                                  signed_at="2026-10-14T03:00:00+00:00", signature=signature)
+            handle = await temporal_only.start_workflow(
+                UndoReconciliation.run, request, id=request.workflow_id(), task_queue=TASK_QUEUE,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                execution_timeout=timedelta(minutes=1))
+            if not signature:
+                with pytest.raises(WorkflowFailureError, match="Workflow execution failed"):
+                    await handle.result()
+                assert night.standins.calls == [], "refused before anything was reversed"
+                continue
+            assert (await handle.result()).ledger_reversals == MISMATCHES
+        assert [c.signature for c in night.standins.requests] == ["", STANDIN_SIGNATURE]
+        assert night.standins.calls == ["open_next_generation", "withdraw_debit_notes",
+                                        "reverse_stock_movements", "reverse_ledger_entries"]
+        assert night.standins.inputs["reverse_ledger_entries"][0].by == "ravi"

@@ -1,0 +1,74 @@
+"""The signature check of an undo or a redo, against the approvers on record in Postgres.
+
+An undo workflow started by anyone but its own night, and a redo (the nightly workflow with
+`redo_of`), ask this activity before they do anything: is the request signed by an active
+approver's key, fresh, within the signer's limit for the money it moves (the live ledger an undo
+reverses, what a redo posts again), and is its signature unspent? A refusal is kept on record
+(`refused_requests`) with who tried; the workflow then ends without writing anything.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from temporalio import activity
+
+from activities.resources import Room
+from activities.step import business_step
+from recon.domain.requests import (
+    UNDO,
+    RequestCheck,
+    RequestVerdict,
+    already_used,
+    canonical_request,
+    judge,
+    signature_digest,
+    spend_target,
+)
+from recon.domain.signing import verifies
+from recon.store import approvers, signed_requests
+
+
+class RequestActivities(Room):
+    """Undo and redo are taken only from known people: the check of each request."""
+
+    @activity.defn(name="check_signed_request")
+    @business_step
+    async def check_signed_request(self, check: RequestCheck) -> RequestVerdict:
+        verdict = await self._verdict(check)
+        if verdict.refused:
+            await signed_requests.record_refusal(
+                self.pool, check_id=check.check_id, purpose=check.purpose, run=check.run,
+                target=check.target, tried_by=check.by, signer=verdict.approver or None,
+                stake_paise=verdict.stake_paise or None, reason=verdict.refused,
+                received_at=datetime.fromisoformat(check.received_at))
+            activity.logger.warning("refused %s of %s by %r: %s", check.purpose, check.run,
+                                    check.by[:64], verdict.refused)
+        return verdict
+
+    async def _verdict(self, c: RequestCheck) -> RequestVerdict:
+        pool = self.pool
+        person = await approvers.by_name(pool, c.by[:64]) if c.signature else None
+        verified = person is not None and verifies(person.public_key, canonical_request(
+            c.purpose, run=c.run, supplier=c.supplier_id, references=c.references,
+            reason=c.reason, by=c.by, signed_at=c.signed_at), c.signature)
+        stake = 0
+        if verified:
+            stake = await (signed_requests.undo_stake(pool, c.run, c.supplier_id, c.references)
+                           if c.purpose == UNDO
+                           else signed_requests.redo_stake(pool, c.run, c.supplier_id))
+        verdict = judge(c.purpose, by=c.by, signer=person, verified=verified,
+                        signed_at=c.signed_at, signature=c.signature,
+                        received_at=datetime.fromisoformat(c.received_at),
+                        max_age=timedelta(seconds=self.settings.decision_max_age_seconds),
+                        stake_paise=stake)
+        if verdict.refused:
+            return verdict
+        digest = signature_digest(c.signature)
+        assert digest is not None  # it verified
+        used = await signed_requests.spend(
+            pool, digest, purpose=c.purpose, run=c.run,
+            target=spend_target(c.target, c.execution, ""), signer=verdict.approver)
+        if used:
+            return verdict.model_copy(update={"refused": already_used(*used)})
+        return verdict
