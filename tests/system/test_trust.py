@@ -109,13 +109,14 @@ async def test_a_lying_model_a_4xx_and_a_huge_document_each_park_one_invoice(
 async def test_offsetting_adjustments_hold_the_gate_whatever_the_run_input_says(
     pool: asyncpg.Pool, client: Client, night, spawn_worker
 ) -> None:
-    """+₹50,000 (billed 30, received 10, at ₹2,500) and −₹50,000 (billed at ₹500 against a PO
-    price of ₹1,000, 100 units) on one invoice: net ₹0, ₹1,00,000 moves. The run is started
-    raw, with the old input's gate limits wide open and another address: both are ignored."""
+    """+₹50,000 (billed 30 on an order of 10, received 10, at ₹2,500) and −₹50,000 (billed at
+    ₹500 against a PO price of ₹1,000, 100 units) on one invoice: net ₹0, ₹1,00,000 moves. The run
+    is started raw, with the old input's gate limits wide open and another address: both are
+    ignored."""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=1, mismatches=0)
     offset = f"OFF-{warehouse.upper()}"
-    await _bill(pool, day, warehouse, offset, [("SKU-Q1", 30, 2_500_00, 30, 2_500_00, 10),
+    await _bill(pool, day, warehouse, offset, [("SKU-Q1", 30, 2_500_00, 10, 2_500_00, 10),
                                               ("SKU-P1", 100, 500_00, 100, 1_000_00, 100)])
     wf = workflow_id_for(day, warehouse)
     spawn_worker(queue)  # the default policy: 5%, ₹1 crore, ₹25 lakh
@@ -163,7 +164,7 @@ async def test_supplier_text_reaches_the_finance_head_escaped_and_a_bad_header_p
                            "Evil Traders\r\nBcc: everyone@evil.example")
         await _bill(pool, day, warehouse, f"LINK-{tag}", [("SKU-1001", 1, 10_00, 1, 10_00, 1)],
                     po=hostile_po)
-        await _bill(pool, day, warehouse, f"CRLF-{tag}", [("SKU-C1", 9, 100_00, 9, 100_00, 4)],
+        await _bill(pool, day, warehouse, f"CRLF-{tag}", [("SKU-C1", 9, 100_00, 4, 100_00, 4)],
                     supplier="S-CRLF", layout="csv")
         with MailSink(tmp_path / "mail") as sink:
             settings = settings_for(queue, database_url=url, smtp_url=sink.url,
