@@ -152,27 +152,31 @@ async def _sort(conn: asyncpg.Connection, docs: list[Attributed]) -> _Sorted:
 
 async def _check_replacements(conn: asyncpg.Connection, other: list[tuple[Attributed, asyncpg.Record]],
                               replace: bool) -> None:
-    """Refuse a conflict unless `replace`; refuse a replacement whose old night has started."""
+    """Another document under a stored (supplier, number): refused if the stored one's night has
+    started (whatever `replace` says: it is reconciled, or being), else refused naming both
+    unless `replace`."""
     if not other:
         return
+
+    def night_of(row: asyncpg.Record) -> str:
+        return workflow_id_for(str(row["business_date"]), row["warehouse"])
+
+    for night in sorted({night_of(r) for _d, r in other}):  # sorted: locks in one order
+        if await invoice_intake.night_started(conn, night):
+            doc, row = next((d, r) for d, r in other if night_of(r) == night)
+            raise NightStarted(
+                night, f"invoice {doc.number} of {doc.supplier_id} is already there with another "
+                f"document ({_where(row)}) than {doc.incoming.origin}, and cannot be replaced",
+                "nothing imported; a correction of a bill its night has read is the supplier's "
+                "credit note and a new invoice under another number")
     doc, row = other[0]
     more = f" (and {len(other) - 1} more)" if len(other) > 1 else ""
     if not replace:
         raise ImportProblem(
             f"invoice {doc.number} of {doc.supplier_id} is already there with another document "
             f"({_where(row)}) than {doc.incoming.origin}{more}: nothing imported; if "
-            f"{doc.incoming.origin} is the right one, import again with --replace (only before "
-            "that night has started)")
-    nights = sorted({workflow_id_for(str(r["business_date"]), r["warehouse"]) for _d, r in other})
-    for night in nights:
-        if await invoice_intake.night_started(conn, night):
-            doc, row = next((d, r) for d, r in other
-                            if workflow_id_for(str(r["business_date"]), r["warehouse"]) == night)
-            raise NightStarted(
-                night, f"--replace of invoice {doc.number} of {doc.supplier_id} ({_where(row)}) "
-                f"by {doc.incoming.origin} refused",
-                f"its document stays as it is and nothing is imported; ask {doc.supplier_id} "
-                "for a credit note and a new invoice under another number")
+            f"{doc.incoming.origin} is the right one, import again with --replace (its night has "
+            "not started)")
 
 
 async def store(conn: asyncpg.Connection, batch: Batch, day: date, warehouse: str,
@@ -188,9 +192,9 @@ async def store(conn: asyncpg.Connection, batch: Batch, day: date, warehouse: st
     night = workflow_id_for(day.isoformat(), warehouse)
     started = await invoice_intake.night_started(conn, night)
     found = await _sort(conn, batch.invoices)
+    await _check_replacements(conn, found.other, replace)
     if started and (found.new or found.other):
         _refuse_started(night, day, found.new or [d for d, _r in found.other])
-    await _check_replacements(conn, found.other, replace)
     inserted = await seeding.insert_imported_invoices(
         conn, [(d.number, d.supplier_id, day, warehouse, d.incoming.file.document)
                for d in found.new])
