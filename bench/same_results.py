@@ -6,6 +6,10 @@ so two versions of the code can be compared on the same seed:
     uv run python bench/same_results.py --invoices 5000 --mismatches 250
 
 Run it on each version and compare the three lines; they must be equal.
+
+Since migration 050 the run names invoices by reference (`S001:INV-…`), so every fingerprint
+changed with it; `--as-numbers` reads each reference as the seed's bare number before hashing,
+which gives the fingerprints of the code before references (the same rows, only renamed).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import re
 import shutil
 import sys
 import tempfile
@@ -42,6 +47,14 @@ FINGERPRINTS = {
 }
 
 
+_SEED_REF = re.compile(r"(?<![A-Za-z0-9_-])S\d{3}:(?=INV-)")  # the seed's S001..S024
+
+
+def _as_number(value: object) -> object:
+    """A seeded night's reference read as its bare number (`S001:INV-…` -> `INV-…`)."""
+    return _SEED_REF.sub("", value) if isinstance(value, str) else value
+
+
 async def main(args: argparse.Namespace) -> None:
     from starter import start_night
     from worker import run_worker
@@ -68,8 +81,10 @@ async def main(args: argparse.Namespace) -> None:
             await worker
             print(f"run {result.status}: {result.invoices} invoices, {result.parked} parked")
             for name, query in FINGERPRINTS.items():
-                rows = await pool.fetch(query, handle.id)
-                digest = hashlib.sha256(repr([tuple(r) for r in rows]).encode()).hexdigest()
+                rows = [tuple(r) for r in await pool.fetch(query, handle.id)]
+                if args.as_numbers:
+                    rows = sorted(tuple(_as_number(v) for v in r) for r in rows)
+                digest = hashlib.sha256(repr(rows).encode()).hexdigest()
                 print(f"{name}: {len(rows)} rows sha256 {digest[:16]}")
             await pool.close()
     finally:
@@ -81,4 +96,6 @@ if __name__ == "__main__":
     parser.add_argument("--invoices", type=int, default=5000)
     parser.add_argument("--mismatches", type=int, default=250)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--as-numbers", action="store_true",
+                        help="hash references as the bare numbers of the code before them")
     asyncio.run(main(parser.parse_args()))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from temporalio.service import RPCError
 
 from recon.cli.common import (
     MAX_SEED_INVOICES,
@@ -17,10 +18,11 @@ from recon.cli.common import (
     console,
     database,
     one_line,
+    temporal,
     user_errors,
     warehouse_code,
 )
-from recon.domain.errors import Refused
+from recon.domain.errors import NightStarted, Refused
 from recon.runtime.config import load_settings
 
 
@@ -103,6 +105,9 @@ def import_(
         help="Sender of documents that do not say who sent them.")] = None,
     maildir: Annotated[Path | None, typer.Option(
         help="A Maildir of supplier mail: each message's attachments (and an invoice body).")] = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="A supplier's number already stored with another document takes the "
+                          "new one (only while neither night has started).")] = False,
 ) -> None:
     """Load invoice documents (GST e-invoice, UBL, CII, Factur-X, PDF, text) from a folder or a
     Maildir. The document names itself: number, sender, PO and lines come from it."""
@@ -112,19 +117,37 @@ def import_(
 
     async def go():
         async with database() as pool:
-            if maildir is not None:
-                from recon.documents.inbox import import_maildir
+            try:
+                if maildir is not None:
+                    from recon.documents.inbox import import_maildir
 
-                return await import_maildir(pool, maildir, day, wh, supplier)
-            from recon.documents.importer import import_directory
+                    return await import_maildir(pool, maildir, day, wh, supplier, replace)
+                from recon.documents.importer import import_directory
 
-            return await import_directory(pool, folder, day, wh, supplier)
+                return await import_directory(pool, folder, day, wh, supplier, replace)
+            except NightStarted as exc:
+                raise exc.with_status(await _night_label(exc.workflow_id)) from None
 
     result = asyncio.run(go())
     from recon.cli.intake_report import report
 
     for line in report(result, day, wh):
         console.print(one_line(line), markup=False, highlight=False)
+
+
+async def _night_label(workflow_id: str) -> str:
+    """The night's status from Temporal when it answers within a few seconds, else "started"
+    (the store already decided: its working set exists)."""
+    from recon.domain.errors import Refusal
+    from recon.ops.status import night_label
+
+    async def ask() -> str:
+        return await night_label(await temporal(), workflow_id)
+
+    try:
+        return await asyncio.wait_for(ask(), 5)
+    except (Refusal, RPCError, TimeoutError, OSError, RuntimeError):
+        return "started"
 
 
 @user_errors

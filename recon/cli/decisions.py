@@ -73,7 +73,9 @@ def approve(
         help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
     note: Annotated[str, typer.Option(help="Why, for the record.")] = "",
     park: Annotated[list[str] | None, typer.Option(
-        "--park", help="Go on without this invoice (repeatable; needs --note).")] = None,
+        "--park", help="Go on without this invoice: its number (INV-7001) or, when two "
+                       "suppliers sent it, its reference (S001:INV-7001); repeatable; needs "
+                       "--note.")] = None,
     key: Annotated[Path | None, typer.Option(
         help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
     print_only: Annotated[bool, typer.Option(
@@ -85,7 +87,7 @@ def approve(
     from recon.cli.approvers import approver_key
     from recon.domain.models import DECISIONS
     from recon.ops.approvers import signed_decision
-    from recon.ops.decisions import send_decision
+    from recon.ops.decisions import park_refs, send_decision
 
     wid = checked_run_id(run_id)
     if handover_no is None:
@@ -104,8 +106,9 @@ def approve(
 
     async def go() -> str:
         async with database() as pool:
+            parked = await park_refs(pool, wid, park) if park else []
             signed = await signed_decision(pool, signing_key, run=wid, handover_no=handover_no,
-                                           decision=decision, by=by, note=note, park=park or [])
+                                           decision=decision, by=by, note=note, park=parked)
             if print_only:
                 return signed.model_dump_json()
             return await send_decision(await temporal(), wid, signed)

@@ -22,6 +22,10 @@ def report(result: ImportResult | InboxResult, day: str, warehouse: str) -> list
     lines = [f"imported {intake.imported} invoices for {day} at {warehouse}"
              + (f"; {intake.skipped_existing} already there" if intake.skipped_existing else "")
              + (f" ({formats})" if formats else "")]
+    if intake.replaced:
+        lines.append(f"replaced {len(intake.replaced)} (another document under the same number, "
+                     "--replace): " + "; ".join(intake.replaced[:5])
+                     + (" ..." if len(intake.replaced) > 5 else ""))
     if intake.credit_notes or intake.credit_notes_existing:
         lines.append(f"credit notes kept apart (not reconciled): {intake.credit_notes}"
                      + (f"; {intake.credit_notes_existing} already there"

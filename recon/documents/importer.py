@@ -90,7 +90,7 @@ def _read_regular(path: Path) -> bytes:
 
 async def import_directory(
     pool: asyncpg.Pool, folder: Path, business_date: str, warehouse: str,
-    supplier: str | None = None,
+    supplier: str | None = None, replace: bool = False,
 ) -> ImportResult:
     try:
         day = date.fromisoformat(business_date)
@@ -107,6 +107,6 @@ async def import_directory(
              for path in files]
     async with pool.acquire() as conn, conn.transaction():
         batch = plan(items, await directory(conn, items), supplier)
-        taken = await store(conn, batch, day, warehouse)
+        taken = await store(conn, batch, day, warehouse, replace)
     return ImportResult(imported=taken.imported, skipped_existing=taken.skipped_existing,
                         skipped_files=listing.skipped, intake=taken)

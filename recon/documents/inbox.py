@@ -156,7 +156,7 @@ def _mark_seen(path: Path) -> None:
 
 
 async def import_maildir(pool: asyncpg.Pool, folder: Path, business_date: str, warehouse: str,
-                         supplier: str | None = None) -> InboxResult:
+                         supplier: str | None = None, replace: bool = False) -> InboxResult:
     day = date.fromisoformat(business_date)
     if not (folder / "new").is_dir() and not (folder / "cur").is_dir():
         raise ImportProblem(f"{folder} is not a Maildir (no new/ or cur/ inside)")
@@ -180,7 +180,7 @@ async def import_maildir(pool: asyncpg.Pool, folder: Path, business_date: str, w
         usable = [m for m in fresh if not m.problem]
         batch = plan([d for m in usable for d in m.documents], where, supplier,
                      collapse_identical=True)
-        taken = await store(conn, batch, day, warehouse)
+        taken = await store(conn, batch, day, warehouse, replace)
         await record_messages(conn, [
             (m.message_id, day, warehouse, "unreadable" if m.problem else "imported",
              m.problem or "", 0 if m.problem else len(m.documents), m.path.name) for m in fresh])

@@ -33,6 +33,7 @@ from recon.documents.seed_plan import (
     compact_date,
     plan_night,
 )
+from recon.domain.keys import invoice_ref
 from recon.store import seeding, supplier_ids
 from recon.store.seeding import NightChunk
 
@@ -57,6 +58,7 @@ def night_chunks(plan: NightPlan, size: int | None = None,
         supplier = plan.suppliers[plan.supplier_of[i]]
         po_number = f"PO-{wh}-{day}-{i + 1:05d}"
         invoice_no = f"INV-{day}-{wh}-{i + 1:05d}"
+        ref = invoice_ref(supplier[0], invoice_no)  # how the run and the result name it
         base = i * MAX_LINES
         lines = [
             (*plan.catalog[plan.goods[base + j]][:2], plan.qty[base + j],
@@ -83,16 +85,16 @@ def night_chunks(plan: NightPlan, size: int | None = None,
         ]
         if i in plan.unknown_targets:
             doc_lines.append(DocumentLine(f"SKU-{9000 + i}", "Sample pack (not ordered)", 3, 9_900))
-            result.unknown_sku_lines.append((invoice_no, len(doc_lines)))
+            result.unknown_sku_lines.append((ref, len(doc_lines)))
         po_ref = f"PO-{wh}-{day}-X{i + 1:04d}" if i in plan.no_po else po_number
         doc = Document(invoice_no, supplier[0], supplier[1], plan.business_date, po_ref, doc_lines)
         scan = None
         if i in plan.unreadable:
             scan = render_unreadable(doc, plan.rng)
-            result.unreadable.append(invoice_no)
+            result.unreadable.append(ref)
         text = document_in(format_of(fmt, i), i, doc, LAYOUTS[plan.layout_of[i]], scan)
         if i in plan.no_po:
-            result.no_po_invoices.append(invoice_no)
+            result.no_po_invoices.append(ref)
         chunk.invoices.append((invoice_no, supplier[0], ordered_on, warehouse, text))
         if len(chunk.invoices) >= size:
             yield chunk

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from recon.documents.layouts import LAYOUTS
+from recon.domain.keys import invoice_ref, number_of
 
 _NAMES = [
     "Sharma Foods", "Gupta Traders", "Annapurna Mills", "Kaveri Agro", "Punjab Dairy",
@@ -37,15 +38,23 @@ _GOODS = [
 
 @dataclass(frozen=True, slots=True)
 class ExpectedAdjustment:
-    invoice_no: str
+    invoice_no: str  # as the run names it: the reference `S001:INV-…` (keys.invoice_ref)
     line_no: int
     kind: str
     supplier_id: str
     amount_paise: int
 
+    @property
+    def number(self) -> str:
+        """The supplier's own number, as its document and the `invoices` table carry it."""
+        return number_of(self.invoice_no, self.supplier_id)
+
 
 @dataclass
 class SeedResult:
+    """What the seed planted, every invoice named as the run names it: by its reference
+    (`S001:INV-20261013-LDH-00001`); the documents carry the number after the colon."""
+
     business_date: str
     warehouse: str
     invoices: int
@@ -176,7 +185,8 @@ def plan_night(
             bump = rng.randrange(50, max(100, price // 10), 50)
             invoiced_price[i * MAX_LINES + j] = price + bump
             amount, kind = bump * ordered, "price"
-        result.adjustments.append(ExpectedAdjustment(invoice_no, j + 1, kind, supplier_id, amount))
+        result.adjustments.append(ExpectedAdjustment(invoice_ref(supplier_id, invoice_no), j + 1,
+                                                     kind, supplier_id, amount))
 
     n_unknown = invoices // 80
     # The readable invoices, ascending: the population the seed always sampled these from.

@@ -61,6 +61,19 @@ class ImportProblem(Refusal, ValueError):
     """The files cannot be imported as they are; one line says why."""
 
 
+class NightStarted(ImportProblem):
+    """An import that would add to (or replace a document of) a night whose working set step 1
+    has copied: nothing added now would ever be reconciled, so nothing is written. `status` is
+    "started" from the store alone; the CLI asks Temporal for a better one (`with_status`)."""
+
+    def __init__(self, workflow_id: str, head: str, advice: str, status: str = "started") -> None:
+        self.workflow_id, self.head, self.advice = workflow_id, head, advice
+        super().__init__(f"{head}: night {workflow_id} has started ({status}); {advice}")
+
+    def with_status(self, status: str) -> NightStarted:
+        return NightStarted(self.workflow_id, self.head, self.advice, status)
+
+
 class MasterDataRefused(Refusal, ValueError):
     """A master data file (suppliers, orders, receipts) cannot be loaded as it is; the message is
     one line naming `file:line: field: why`, and nothing of the file was written."""

@@ -27,6 +27,9 @@ SUMMARY = "{workflow_id}:summary"
 HANDOVER = "{workflow_id}:handover:{handover_no}"
 REMINDER = HANDOVER + ":reminder:{reminder_no}"
 PARKED_INVOICE = "invoice:{invoice_no}"
+# An invoice is its supplier's number: what the run's working set and every key carry in
+# `{invoice_no}` since migration 050 (docs/design.md §1, "Invoice references").
+INVOICE_REF = "{supplier_id}:{invoice_no}"
 PARKED_LINE = "line:{invoice_no}:{line_no}"
 FENCE_SCOPE = "{workflow_id}:{store}"
 UNDO_PREFIX = "undo"
@@ -89,6 +92,43 @@ def undo_workflow_id(run_workflow_id: str, supplier_id: str | None = None,
 def companions_of(run_workflow_id: str, prefix: str) -> str:
     """A visibility query for the running undo (or redo) workflows of a night."""
     return f'WorkflowId STARTS_WITH "{prefix}{run_workflow_id}" AND ExecutionStatus = "Running"'
+
+
+# ------------------------------------------------------------------ invoice references
+# A supplier id holds no colon (letters, digits, `-`, `_`), so the first colon of a reference
+# ends it; the number after it may hold colons of its own.
+_SUPPLIER_CODE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def invoice_ref(supplier_id: str, number: str) -> str:
+    """The run's name for an invoice: invoice numbers are unique per supplier only, so two
+    suppliers' INV-7001 are two invoices (`S001:INV-7001`, `S002:INV-7001`)."""
+    return INVOICE_REF.format(supplier_id=supplier_id, invoice_no=number)
+
+
+def split_ref(ref: str, supplier_id: str | None = None) -> tuple[str | None, str]:
+    """(supplier id, the supplier's own number) of a reference; (None, ref) for a number of a
+    night posted before references (no supplier prefix). Given the row's `supplier_id`, only
+    that prefix counts, so an old number with a colon in it (`A:17` of supplier S001) stays
+    whole; without it, a first part that can be a supplier id is taken as one."""
+    if supplier_id is not None:
+        prefix = f"{supplier_id}:"
+        return (supplier_id, ref[len(prefix):]) if ref.startswith(prefix) else (None, ref)
+    head, colon, rest = ref.partition(":")
+    if colon and rest and _SUPPLIER_CODE.fullmatch(head):
+        return head, rest
+    return None, ref
+
+
+def number_of(ref: str, supplier_id: str | None = None) -> str:
+    """The supplier's own number (what its document says, what a debit note quotes)."""
+    return split_ref(ref, supplier_id)[1]
+
+
+def invoice_label(ref: str, supplier_id: str | None = None) -> str:
+    """How finance reads an invoice: `INV-7001 (S001)`; a number of an old night as it is."""
+    supplier, number = split_ref(ref, supplier_id)
+    return f"{number} ({supplier})" if supplier else number
 
 
 # ------------------------------------------------------------------ store keys

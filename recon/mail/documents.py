@@ -18,6 +18,7 @@ from pathlib import Path
 import asyncpg
 import jinja2
 
+from recon.domain.keys import number_of
 from recon.domain.money import rupees
 from recon.store.mail_deliveries import debit_note_lines
 
@@ -133,7 +134,9 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
             supplier_name=rows[0]["name"], email=rows[0]["email"], business_date=business_date,
             warehouse=warehouse, total_paise=total,
             lines=[NoteLine(
-                invoice_no=r["invoice_no"], line_no=r["line_no"], kind=r["kind"], sku=r["sku"],
+                # the supplier reads its own number, never our reference (`S001:INV-7001`)
+                invoice_no=number_of(r["invoice_no"], supplier_id), line_no=r["line_no"],
+                kind=r["kind"], sku=r["sku"],
                 invoiced_qty=r["invoiced_qty"], received_qty=r["received_qty"],
                 invoice_price_paise=r["invoice_price_paise"], po_price_paise=r["po_price_paise"],
                 amount_paise=int(r["amount_paise"]),

@@ -13,7 +13,7 @@ from datetime import date
 
 import asyncpg
 
-from recon.domain.keys import night_of
+from recon.domain.keys import invoice_label, night_of
 from recon.domain.models import RunSummary
 from recon.mail.documents import Document, claim_number, templates
 from recon.mail.report import Delivery, delivery
@@ -32,7 +32,7 @@ class SummaryData:
     warehouse: str
     facts: RunSummary
     suppliers: list[dict]
-    parked: list[asyncpg.Record]
+    parked: list[dict]  # each with `invoice`: the supplier's number and the supplier
     handovers: list[asyncpg.Record]
     notes: Delivery
     withdrawals: Delivery
@@ -47,10 +47,11 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         dict(r, claim=claim_number(r["note_key"]) if r["note_key"] else None)
         for r in await summary_suppliers(conn, workflow_id)
     ]
-    parked = await summary_parked(conn, workflow_id)
+    parked = [dict(r, invoice=invoice_label(r["invoice_no"], r["supplier_id"]))
+              for r in await summary_parked(conn, workflow_id)]
     return SummaryData(
         workflow_id=workflow_id, business_date=business_date, warehouse=warehouse,
-        facts=await run_facts(conn, workflow_id), suppliers=suppliers, parked=list(parked),
+        facts=await run_facts(conn, workflow_id), suppliers=suppliers, parked=parked,
         handovers=list(await run_handovers(conn, workflow_id)),
         notes=await delivery(conn, workflow_id, "debit-note"),
         withdrawals=await delivery(conn, workflow_id, "withdrawal"),

@@ -21,6 +21,27 @@ from recon.store import handovers, signed_requests
 from recon.store.approvers import refusals_of
 
 
+async def park_refs(pool: asyncpg.Pool, workflow_id: str, names: list[str]) -> list[str]:
+    """`--park INV-7001` names the invoice by the supplier's number; the decision carries the
+    run's reference (`S001:INV-7001`). A reference, or a number of a night posted before
+    references, is taken as it is; a number two suppliers sent is refused naming both; a name
+    the run does not hold is left for the decision's check to refuse."""
+    from recon.store.invoices import refs_named
+
+    found = await refs_named(pool, workflow_id, names)
+    out = []
+    for name in names:
+        refs = found.get(name, [])
+        if name in refs or not refs:
+            out.append(name)
+        elif len(refs) == 1:
+            out.append(refs[0])
+        else:
+            raise DecisionRefused(f"--park {name!r}: {len(refs)} suppliers sent that number in "
+                                  f"{workflow_id} ({', '.join(refs)}); name one of them")
+    return out
+
+
 async def send_decision(client: Client, workflow_id: str, decision: Decision) -> str:
     handle = client.get_workflow_handle(workflow_id)
     try:

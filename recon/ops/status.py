@@ -172,3 +172,21 @@ async def run_status(client: Client, pool: asyncpg.Pool, workflow_id: str) -> St
         raise UnknownRun(f"no run {workflow_id!r} in Temporal or in the ledger: check the id "
                          "with `recon handovers` or the Web UI")
     return StatusReport(workflow_id, run, companion, counts)
+
+
+async def night_label(client: Client, workflow_id: str) -> str:
+    """A night's state in a word or two, for a refusal line: "Completed", "Undone", "Running
+    (match_orders)", "waiting for a person"; "started" when Temporal does not know the run."""
+    _handle, description = await _describe(client, workflow_id)
+    if description is None:
+        return "started"
+    business = description.typed_search_attributes.get(RECON_STATUS)
+    running = description.status is None or description.status.name == "RUNNING"
+    if running and business == RunStatus.AWAITING_DECISION:
+        return "waiting for a person"
+    if running:
+        step = description.typed_search_attributes.get(RECON_STEP)
+        return f"Running ({step})" if step else "Running"
+    if business and business not in (RunStatus.RUNNING, RunStatus.AWAITING_DECISION):
+        return business  # Completed, Undone, Undoing
+    return description.status.name.capitalize()  # Failed, Terminated, ...

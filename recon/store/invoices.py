@@ -7,13 +7,18 @@ from datetime import date
 
 import asyncpg
 
-from recon.domain.keys import PARKED_INVOICE, row_template
+from recon.domain.keys import INVOICE_REF, PARKED_INVOICE, row_template
 from recon.store.db import lock_run
 
+# The working set names each invoice by its reference (`S001:INV-7001`, keys.INVOICE_REF): every
+# row and key after step 1 carries it, so two suppliers' INV-7001 never meet. Numbered in the
+# order of the supplier's number, then the supplier: a night whose numbers are all distinct is
+# numbered as before references.
 _COPY = """
 WITH fresh AS (
     INSERT INTO run_invoices (workflow_id, invoice_no, seq, supplier_id, document)
-    SELECT $1, invoice_no, row_number() OVER (ORDER BY invoice_no), supplier_id, document
+    SELECT $1, format($4, supplier_id, invoice_no),
+           row_number() OVER (ORDER BY invoice_no, supplier_id), supplier_id, document
     FROM invoices WHERE business_date = $2 AND warehouse = $3
     RETURNING invoice_no
 )
@@ -31,7 +36,8 @@ async def copy_night(pool: asyncpg.Pool, workflow_id: str, business_date: date,
             "SELECT count(*) FROM run_invoices WHERE workflow_id = $1", workflow_id
         )
         if not have:
-            await conn.execute(_COPY, workflow_id, business_date, warehouse)
+            await conn.execute(_COPY, workflow_id, business_date, warehouse,
+                               row_template(INVOICE_REF))
             have = await conn.fetchval(
                 "SELECT count(*) FROM run_invoices WHERE workflow_id = $1", workflow_id
             )
@@ -49,11 +55,29 @@ async def invoices_waiting(conn: asyncpg.Connection | asyncpg.Pool, business_dat
 
 async def in_run(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
                  invoice_no: str) -> bool:
-    """Is this invoice part of the run's working set?"""
+    """Is this invoice (its reference, or the number of a night posted before references) part
+    of the run's working set?"""
     return bool(await conn.fetchval(
         "SELECT 1 FROM run_invoices WHERE workflow_id = $1 AND invoice_no = $2",
         workflow_id, invoice_no,
     ))
+
+
+async def refs_named(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
+                     names: list[str]) -> dict[str, list[str]]:
+    """For each name a person typed: the run's invoices it names, either exactly (a reference,
+    or a number of a night posted before references) or as a supplier's own number (then one
+    per supplier that sent it)."""
+    rows = await conn.fetch(
+        "SELECT x.name, r.invoice_no FROM unnest($2::text[]) AS x(name)"
+        " JOIN run_invoices r ON r.workflow_id = $1"
+        "  AND (r.invoice_no = x.name OR r.invoice_no = format($3, r.supplier_id, x.name))"
+        " ORDER BY x.name, r.invoice_no",
+        workflow_id, names, row_template(INVOICE_REF))
+    found: dict[str, list[str]] = {}
+    for r in rows:
+        found.setdefault(r["name"], []).append(r["invoice_no"])
+    return found
 
 
 # Each batch of step 2 reads its pending invoices while the night's `extractions` (and

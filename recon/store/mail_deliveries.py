@@ -191,5 +191,6 @@ async def summary_suppliers(conn: Db, workflow_id: str) -> list[asyncpg.Record]:
 async def summary_parked(conn: Db, workflow_id: str) -> list[asyncpg.Record]:
     """What the summary lists as parked for a person."""
     return await conn.fetch(
-        "SELECT invoice_no, line_no, step, reason FROM parked_items WHERE workflow_id = $1"
-        " ORDER BY invoice_no, line_no NULLS FIRST", workflow_id)
+        "SELECT p.invoice_no, r.supplier_id, p.line_no, p.step, p.reason FROM parked_items p"
+        " LEFT JOIN run_invoices r ON r.workflow_id = p.workflow_id AND r.invoice_no = p.invoice_no"
+        " WHERE p.workflow_id = $1 ORDER BY p.invoice_no, p.line_no NULLS FIRST", workflow_id)

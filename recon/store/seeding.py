@@ -89,7 +89,7 @@ _IMPORT_INVOICES = """
             INSERT INTO invoices (invoice_no, supplier_id, business_date, warehouse, document, source)
             SELECT n, s, d, w, t, 'import'
             FROM unnest($1::text[], $2::text[], $3::date[], $4::text[], $5::text[]) AS x(n, s, d, w, t)
-            ON CONFLICT (invoice_no) DO NOTHING RETURNING invoice_no
+            ON CONFLICT (supplier_id, invoice_no) DO NOTHING RETURNING supplier_id, invoice_no
             """
 
 
@@ -98,8 +98,12 @@ async def known_suppliers(conn: asyncpg.Connection) -> set[str]:
 
 
 async def insert_imported_invoices(conn: asyncpg.Connection,
-                                   rows: Sequence[tuple[str, str, date, str, str]]) -> list[str]:
+                                   rows: Sequence[tuple[str, str, date, str, str]]
+                                   ) -> list[tuple[str, str]]:
     """(invoice_no, supplier_id, business_date, warehouse, document) in one statement; an
-    invoice number already stored is kept as it is. Returns the numbers inserted."""
+    invoice is its supplier's number, and one already stored is kept as it is (the importer
+    decides first what is new). Returns the (supplier_id, invoice_no) pairs inserted."""
+    if not rows:
+        return []
     inserted = await conn.fetch(_IMPORT_INVOICES, *[list(c) for c in zip(*rows, strict=True)])
-    return [r["invoice_no"] for r in inserted]
+    return [(r["supplier_id"], r["invoice_no"]) for r in inserted]

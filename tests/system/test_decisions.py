@@ -176,8 +176,10 @@ async def test_going_on_without_an_invoice_is_explicit_and_consistent(
         unknown = recon_cli(env, "approve", wf, "--handover", "1", "--decision", "resume",
                             "--by", "asha", "--park", "INV-NOPE", "--note", "x")
         assert unknown.returncode != 0 and "no such invoice" in unknown.stderr
+        # named by the supplier's own number: the decision carries the run's reference
         parked = recon_cli(env, "approve", wf, "--handover", "1", "--decision", "resume",
-                           "--by", "asha", "--park", disputed, "--note", "legal hold")
+                           "--by", "asha", "--park", seeded.adjustments[0].number,
+                           "--note", "legal hold")
         assert parked.returncode == 0, parked.stderr
         summary = await asyncio.wait_for(handle.result(), 60)
     finally:

@@ -12,6 +12,7 @@ from temporalio.client import Client
 
 from recon.documents.layouts import Document, DocumentLine, render
 from recon.documents.seed import seed_night
+from recon.domain.keys import number_of
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).
@@ -55,7 +56,7 @@ async def test_hostile_documents_are_parked_and_the_night_finishes(
 
     assert summary.status == "Completed"
     assert len(await ledger_rows(pool, handle.id)) == 4, "the honest invoices were reconciled"
-    parked = {r["invoice_no"]: r["reason"] for r in await pool.fetch(
+    parked = {number_of(r["invoice_no"], "S001"): r["reason"] for r in await pool.fetch(
         "SELECT invoice_no, reason FROM parked_items WHERE workflow_id = $1", handle.id)}
     reasons = {no: parked.get(no, "") for no in hostile}
     assert "too large" in reasons[f"HX-{tag}-1"]

@@ -135,16 +135,18 @@ async def test_real_formats_name_themselves_and_credit_notes_stay_apart(
         handle = await start(client, settings, day, warehouse)
         result = await handle.result()
     assert result.status == "Completed"
+    # the run names each invoice by its reference: supplier, then the document's own number
     ledger = {(r["invoice_no"], r["kind"], r["amount_paise"]) for r in await pool.fetch(
         "SELECT * FROM ledger_entries WHERE workflow_id = $1", handle.id)}
-    assert ledger == {(f"GST/{warehouse}/1", "price", 20_000)}
+    assert ledger == {(f"{s.a}:GST/{warehouse}/1", "price", 20_000)}
     parked = {r["invoice_no"]: r["reason"] for r in await pool.fetch(
         "SELECT * FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL", handle.id)}
-    assert "no text layer" in parked["scan"]
+    assert "no text layer" in parked[f"{s.a}:scan"]
     calls = {r["invoice_no"]: r["extractor"] for r in await pool.fetch(
         "SELECT invoice_no, extractor FROM model_calls WHERE workflow_id = $1", handle.id)}
-    assert calls[f"GST/{warehouse}/1"] == calls[f"EU-{warehouse}-2"] == "document-reader"
-    assert calls[f"TXT-{warehouse}-1"] == "offline-parser"
+    assert calls[f"{s.a}:GST/{warehouse}/1"] == calls[f"{s.b}:EU-{warehouse}-2"] \
+        == "document-reader"
+    assert calls[f"{s.a}:TXT-{warehouse}-1"] == "offline-parser"
     summary = await pool.fetchval(
         "SELECT body FROM outbox WHERE workflow_id = $1 AND kind = 'summary'", handle.id)
     assert f"GST/{warehouse}/CN1, ₹236; answers debit note {claim}" in summary

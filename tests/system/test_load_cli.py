@@ -89,8 +89,9 @@ async def test_the_examples_load_into_a_fresh_database_and_reconcile(stack, nigh
         ran = await _cli(env, "run", "--date", day, "--warehouse", wh, "--wait")
         assert ran.returncode == 0, (ran.stdout, ran.stderr)
         ledger = await pool.fetch("SELECT invoice_no, supplier_id, kind, amount_paise FROM ledger_entries")
-        # MS-0042 bills turmeric at ₹52.00 against the PO's ₹48: 150 x ₹4 = ₹600; the rest is clean.
-        assert [tuple(r) for r in ledger] == [("MS-0042", "S103", "price", 60_000)]
+        # MS-0042 bills turmeric at ₹52.00 against the PO's ₹48: 150 x ₹4 = ₹600; the rest is
+        # clean. The run names the invoice by its reference: supplier, then its number.
+        assert [tuple(r) for r in ledger] == [("S103:MS-0042", "S103", "price", 60_000)]
         assert await pool.fetchval("SELECT count(*) FROM parked_items") == 0
 
 

@@ -18,6 +18,7 @@ import asyncpg
 from temporalio.client import Client
 
 from recon.documents.seed import seed_night
+from recon.domain.keys import number_of
 from recon.ops.inspection import inspect_run
 from tests.fakes.openai_server import API_KEY, MODEL, ScriptedOpenAI
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
@@ -36,13 +37,16 @@ async def _readable(pool: asyncpg.Pool, day: str, warehouse: str, unreadable: li
     rows = await pool.fetch(
         "SELECT invoice_no FROM invoices WHERE business_date = $1 AND warehouse = $2"
         " ORDER BY invoice_no", date.fromisoformat(day), warehouse)
-    return [r["invoice_no"] for r in rows if r["invoice_no"] not in unreadable]
+    numbers = set(map(number_of, unreadable))  # the seed names them by reference
+    return [r["invoice_no"] for r in rows if r["invoice_no"] not in numbers]
 
 
-async def _calls(pool: asyncpg.Pool, wf: str) -> list[asyncpg.Record]:
-    return await pool.fetch(
+async def _calls(pool: asyncpg.Pool, wf: str) -> list[dict]:
+    """By the supplier's number, as the scripted server knows them (the run's rows carry the
+    reference `S001:INV-…`)."""
+    return [dict(r, invoice_no=number_of(r["invoice_no"])) for r in await pool.fetch(
         "SELECT invoice_no, outcome, status_code, error, prompt_tokens, completion_tokens"
-        " FROM model_calls WHERE workflow_id = $1 ORDER BY id", wf)
+        " FROM model_calls WHERE workflow_id = $1 ORDER BY id", wf)]
 
 
 async def test_a_scripted_bad_night_is_billed_exactly(
@@ -104,13 +108,13 @@ async def test_a_scripted_bad_night_is_billed_exactly(
                 assert after.arrived - before.answered >= asked, (invoice_no, before.step)
 
     # The bad answers are parked with their reasons; the rest extracted.
-    parked = {r["invoice_no"]: r["reason"] for r in await pool.fetch(
+    parked = {number_of(r["invoice_no"]): r["reason"] for r in await pool.fetch(
         "SELECT invoice_no, reason FROM parked_items WHERE workflow_id = $1 AND step ="
         " 'extract_lines'", handle.id)}
     assert "not JSON" in parked[inv[4]]
     assert parked[inv[5]].startswith("model refused")
     assert "schema" in parked[inv[6]]
-    assert set(seeded.unreadable) <= set(parked)
+    assert set(map(number_of, seeded.unreadable)) <= set(parked)
     for invoice_no in inv[:4]:
         assert invoice_no not in parked
 
@@ -148,9 +152,9 @@ async def test_one_invoice_that_always_fails_is_parked_alone(
     # Its siblings were each asked once: nobody was cancelled or asked again because of it.
     others = Counter(r.invoice_no for r in received if r.invoice_no != doomed)
     assert set(others.values()) == {1} and len(others) == 39
-    row = await pool.fetchrow(
-        "SELECT reason, evidence FROM parked_items WHERE workflow_id = $1 AND invoice_no = $2",
-        handle.id, doomed)
+    row = next(r for r in await pool.fetch(
+        "SELECT invoice_no, reason, evidence FROM parked_items WHERE workflow_id = $1", handle.id)
+        if number_of(r["invoice_no"]) == doomed)
     assert row["reason"].startswith("model failed 3 times: 503")
     assert row["evidence"].splitlines() == [
         f"try {n}: 503 InternalServerError: scripted 503" for n in (1, 2, 3)]

@@ -20,6 +20,7 @@ import asyncpg
 from temporalio.client import Client
 
 from recon.documents.seed import seed_night
+from recon.domain.keys import number_of
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import settings_for, start, wait_for
 
@@ -69,8 +70,8 @@ async def test_killed_worker_re_asks_only_requests_in_flight(
     assert not asked_again & answered_well_before
     assert max(asked.values()) == 2
 
-    calls = await pool.fetch(
-        "SELECT invoice_no, outcome FROM model_calls WHERE workflow_id = $1", handle.id)
+    calls = [dict(c, invoice_no=number_of(c["invoice_no"])) for c in await pool.fetch(
+        "SELECT invoice_no, outcome FROM model_calls WHERE workflow_id = $1", handle.id)]
     outcomes = Counter(c["outcome"] for c in calls)
     assert outcomes["sent"] == 0
     assert outcomes["answered"] == 240  # one answer per invoice in our book

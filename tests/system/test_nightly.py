@@ -7,6 +7,7 @@ import pytest
 from temporalio.client import Client
 
 from recon.documents.seed import seed_night
+from recon.domain.keys import invoice_label
 from recon.mail.documents import claim_number
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
 
@@ -65,6 +66,11 @@ async def test_a_seeded_night_posts_exactly_the_flagged_adjustments(
     }
     # Supplier-facing: the claim number (derived from the key) names the note, not the run id.
     assert all(claim_number(n["key"]) in n["body"] and wf not in n["body"] for n in notes)
+    # A supplier reads its own invoice numbers, never our reference (`S001:INV-…`).
+    for n in notes:
+        for a in seeded.adjustments:
+            if a.supplier_id == n["supplier_id"]:
+                assert f"{a.number} line {a.line_no}" in n["body"] and a.invoice_no not in n["body"]
     summary_row = await pool.fetchrow(
         "SELECT * FROM outbox WHERE key = $1", f"{wf}:summary"
     )
@@ -75,7 +81,7 @@ async def test_a_seeded_night_posts_exactly_the_flagged_adjustments(
         "SELECT item_key FROM parked_items WHERE workflow_id = $1", wf)}
     for invoice_no in seeded.unreadable:
         assert f"invoice:{invoice_no}" in parked
-        assert invoice_no in summary_row["body"]
+        assert invoice_label(invoice_no) in summary_row["body"], "finance reads INV-… (S0..)"
     for invoice_no, line_no in seeded.unknown_sku_lines:
         assert f"line:{invoice_no}:{line_no}" in parked
     assert summary.parked == len(parked)

@@ -8,6 +8,7 @@ import pytest
 from recon.documents.extraction.offline import parse_document
 from recon.documents.seed import SeedError, night_chunks
 from recon.documents.seed import plan_night as _plan_night
+from recon.domain.keys import invoice_ref
 
 DAY, WH = "2026-10-13", "ldh"
 
@@ -58,7 +59,8 @@ def test_each_planted_mismatch_is_the_adjustment_it_states() -> None:
     rows, result = plan_night(DAY, WH, 200, 40, 11)
     ordered = {(po, sku): (qty, price) for po, sku, _d, qty, price in rows["po_lines"]}
     received = {(po, sku): qty for po, sku, _wh, qty, *_ in rows["goods_receipts"]}
-    documents = {r[0]: parse_document(r[4]) for r in rows["invoices"] if r[0] not in result.unreadable}
+    documents = {invoice_ref(r[1], r[0]): parse_document(r[4]) for r in rows["invoices"]
+                 if invoice_ref(r[1], r[0]) not in result.unreadable}
     for adj in result.adjustments:
         invoice = documents[adj.invoice_no]
         line = invoice.lines[adj.line_no - 1]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from recon.documents.extraction.evidence import disagreement
 from recon.documents.extraction.schema import ExtractedInvoice, UnreadableInvoice
+from recon.domain.keys import number_of
 
 STEP = "extract_lines"
 
@@ -31,7 +32,7 @@ class Result:
     flight made the cyclic collector rescan them constantly; docs/design.md §8). The validators
     keep NUL out of every string, so the JSON is always valid for Postgres's json type."""
 
-    invoice_no: str
+    invoice_no: str  # the run's reference (`S001:INV-7001`), or a bare number of an old night
     supplier_id: str
     request: str
     response: str
@@ -63,9 +64,10 @@ class Result:
         if found is None:
             if self.unreadable is None:
                 self.unreadable = UnreadableInvoice("no answer", "")
-        elif found.invoice_no != self.invoice_no:
+        elif found.invoice_no != (number := number_of(self.invoice_no, self.supplier_id)):
+            # the document carries its supplier's own number, never our reference
             self.unreadable = UnreadableInvoice(
-                f"document says invoice {found.invoice_no!r}, the source says {self.invoice_no!r}")
+                f"document says invoice {found.invoice_no!r}, the source says {number!r}")
         elif found.supplier_id != self.supplier_id:
             self.unreadable = UnreadableInvoice(
                 f"document says supplier {found.supplier_id!r}, the sender is {self.supplier_id!r}")
