@@ -38,6 +38,7 @@ from recon.documents.seed_plan import (
     compact_date,
     plan_night,
 )
+from recon.domain.keys import invoice_ref
 
 MAX_NIGHTS = 366  # a year of nights
 MAX_MONTH_INVOICES = 1_000_000  # regular invoices over all nights: one transaction writes them
@@ -389,7 +390,8 @@ class _Stories:
         for n, (sku, _d, qty, price) in enumerate(lines, 1):
             self._fate(first, supplier, n, sku, qty, k, qty)
             self._fate(again, supplier, n, sku, qty, k + 1, 0, qty * price)  # beyond the order
-        self.duplicates.append((k + 1, PossibleDuplicate(again, supplier[0], first)))
+        self.duplicates.append((k + 1, PossibleDuplicate(
+            invoice_ref(supplier[0], again), supplier[0], invoice_ref(supplier[0], first))))
 
 
 def _expectations(plan: MonthPlan, fates: list[_Fate]) -> MonthResult:
@@ -404,8 +406,9 @@ def _expectations(plan: MonthPlan, fates: list[_Fate]) -> MonthResult:
         if billed is None:  # a single night's line: its date is in its number
             billed = plan.dates.index(_date_in(fate.invoice_no))
         last = plan.nights if fate.decided is None else fate.decided
+        ref = invoice_ref(fate.supplier_id, fate.invoice_no)  # as the run names the invoice
         for k in range(billed, last):
-            nights[k].held.append(HeldLine(fate.invoice_no, fate.supplier_id, fate.line_no,
+            nights[k].held.append(HeldLine(ref, fate.supplier_id, fate.line_no,
                                            plan.dates[billed]))
         if fate.decided is None:
             continue
@@ -413,7 +416,7 @@ def _expectations(plan: MonthPlan, fates: list[_Fate]) -> MonthResult:
         if fate.accepted:
             night.stock[fate.sku] = night.stock.get(fate.sku, 0) + fate.accepted
         if fate.claim:
-            night.claims.append(ExpectedAdjustment(fate.invoice_no, fate.line_no, fate.kind,
+            night.claims.append(ExpectedAdjustment(ref, fate.line_no, fate.kind,
                                                    fate.supplier_id, fate.claim))
     for k, duplicate in plan.duplicates:
         nights[k].duplicates.append(duplicate)
