@@ -19,8 +19,9 @@ NUMBER = "INV-7001"
 
 
 class Night:
-    """Two suppliers of one test, each with a PO of one line: S001's PO of 10 received 8 (a
-    bill of 10 claims 2), S002's PO at ₹50 received in full (a bill at ₹60 claims the price)."""
+    """Two suppliers of one test, each with a PO of one line: S001's PO of 8 received in full (a
+    bill of 10 claims the 2 beyond the order), S002's PO at ₹50 received in full (a bill at ₹60
+    claims the price)."""
 
     def __init__(self, day: str, warehouse: str, tmp: Path) -> None:
         tag = warehouse.upper()
@@ -36,7 +37,7 @@ class Night:
             await pool.execute("INSERT INTO purchase_orders VALUES ($1, $2, $3, $4::text::date)",
                                po, sid, self.warehouse, self.day)
             await pool.execute("INSERT INTO po_lines VALUES ($1, 'SKU-1001', 'Rice', $2, $3)",
-                               po, 10 if sid == self.s1 else 5, price)
+                               po, 8 if sid == self.s1 else 5, price)
             await pool.execute("INSERT INTO goods_receipts (po_number, sku, warehouse,"
                                " qty_received, received_on) VALUES ($1, 'SKU-1001', $2, $3,"
                                " $4::text::date)", po, self.warehouse, received, self.day)
