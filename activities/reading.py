@@ -63,7 +63,8 @@ class ReadingActivities(Room):
         compared = await comparing.compare_quantities(
             self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
             MatchPolicy.of(self.settings))
-        await refresh_statistics(self.pool, "comparisons", "acceptances")
+        await refresh_statistics(self.pool, "comparisons", "acceptances", "invoice_fingerprints",
+                                 "held_lines")
         return Count(count=compared)
 
     @activity.defn(name="flag_mismatches")

@@ -103,21 +103,32 @@ GROUP BY l.invoice_no
 # it goes beyond the quantity ordered, counting the earlier bills. That is a possible duplicate,
 # held at the gate, whatever the receipts say. A repeat the order has room for (100 and 100 more
 # of a PO line of 200) is an expected partial bill.
+#
+# Written so that no plan can be quadratic: the night's rows were inserted in this transaction,
+# so the planner's statistics know none of them (it guessed one row, and a 10k night behind nine
+# others spent 200 s comparing every fingerprint with every comparison). The candidates are
+# materialized first, and each probes the index once.
 _DUPLICATES = """
-WITH d AS (
-    SELECT DISTINCT ON (f.invoice_no) f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
-    FROM invoice_fingerprints f
-    JOIN invoice_fingerprints e ON e.supplier_id = f.supplier_id AND e.fingerprint = f.fingerprint
-                               AND (e.invoice_date, e.invoice_no) < (f.invoice_date, f.invoice_no)
-    WHERE f.workflow_id = $1
-      AND EXISTS (SELECT 1 FROM comparisons c WHERE c.workflow_id = $1
-                  AND c.invoice_no = f.invoice_no AND c.beyond_order > 0)
-      -- an earlier bill counts while it stands: billed in this night, accepted by a live
-      -- acceptance, or held awaiting receipt (an undone bill is no longer on the books)
-      AND (e.workflow_id = $1
-           OR EXISTS (SELECT 1 FROM acceptances a WHERE a.invoice_no = e.invoice_no AND a.live)
-           OR EXISTS (SELECT 1 FROM held_lines h WHERE h.invoice_no = e.invoice_no))
-    ORDER BY f.invoice_no, e.invoice_date, e.invoice_no
+WITH beyond AS MATERIALIZED (
+    -- the night's bills the order has no room for: few, found in one scan of the night
+    SELECT DISTINCT invoice_no FROM comparisons WHERE workflow_id = $1 AND beyond_order > 0
+), d AS MATERIALIZED (
+    SELECT f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
+    FROM beyond b
+    JOIN invoice_fingerprints f ON f.workflow_id = $1 AND f.invoice_no = b.invoice_no
+    CROSS JOIN LATERAL (
+        -- the earliest earlier bill with the same fingerprint, by the (supplier, fingerprint)
+        -- index; it counts while it stands: billed in this night, accepted by a live
+        -- acceptance, or held awaiting receipt (an undone bill is no longer on the books)
+        SELECT e.invoice_no, e.workflow_id FROM invoice_fingerprints e
+        WHERE e.supplier_id = f.supplier_id AND e.fingerprint = f.fingerprint
+          AND (e.invoice_date, e.invoice_no) < (f.invoice_date, f.invoice_no)
+          AND (e.workflow_id = $1
+               OR EXISTS (SELECT 1 FROM acceptances a WHERE a.invoice_no = e.invoice_no AND a.live)
+               OR EXISTS (SELECT 1 FROM held_lines h WHERE h.invoice_no = e.invoice_no))
+        ORDER BY e.invoice_date, e.invoice_no
+        LIMIT 1
+    ) e
 )
 UPDATE invoice_fingerprints t SET duplicate_of = d.dup, duplicate_night = d.night
 FROM d WHERE t.workflow_id = $1 AND t.invoice_no = d.invoice_no
