@@ -30,7 +30,7 @@ from recon.store.matching import snapshot_missing
 # comparisons and acceptances of what is claimed, the held lines of what waits for its goods).
 _WEIGH = """
 WITH lines AS (
-    SELECT l.invoice_no, l.line_no, l.supplier_id, l.sku, l.description, l.qty,
+    SELECT l.invoice_no, l.line_no, l.supplier_id, l.sku, l.qty,
            l.unit_price_paise, m.po_number, m.po_price_paise,
            coalesce(m.invoice_date, $2) AS invoice_date,
            s.qty_received, coalesce(s.qty_ordered, 2147483647) AS qty_ordered,
@@ -73,7 +73,11 @@ WITH lines AS (
                             held_until, supplier_id, po_number, sku, description, qty,
                             unit_price_paise, qty_open, evidence)
     SELECT $1, invoice_no, line_no, $4, invoice_date, invoice_date + $3::int, supplier_id,
-           po_number, sku, description, qty, unit_price_paise, take,
+           po_number, sku,
+           -- read here, not carried through the weighing of every line: few lines are held
+           (SELECT d.description FROM invoice_lines d WHERE d.workflow_id = $1
+              AND d.invoice_no = judged.invoice_no AND d.line_no = judged.line_no),
+           qty, unit_price_paise, take,
            'billed ' || qty || ' x ' || sku || ' on ' || po_number || ', ' || qty_received
              || ' received to ' || $2 || ', ' || qty_prior + cum_before
              || ' billed before; awaiting receipt of ' || (qty - take - beyond)
@@ -104,10 +108,11 @@ GROUP BY l.invoice_no
 # held at the gate, whatever the receipts say. A repeat the order has room for (100 and 100 more
 # of a PO line of 200) is an expected partial bill.
 #
-# Written so that no plan can be quadratic: the night's rows were inserted in this transaction,
-# so the planner's statistics know none of them (it guessed one row, and a 10k night behind nine
-# others spent 200 s comparing every fingerprint with every comparison). The candidates are
-# materialized first, and each probes the index once.
+# Written so that no plan can be quadratic, whatever the statistics say: it runs in step 6, after
+# step 5 refreshed them (run in the same transaction that inserted the night's rows, the planner
+# guessed one row, and a 10k night behind nine others spent 200 s comparing every fingerprint
+# with every comparison); the candidates are materialized first, and each probes the primary key
+# and the (supplier, fingerprint) index once.
 _DUPLICATES = """
 WITH beyond AS MATERIALIZED (
     -- the night's bills the order has no room for: few, found in one scan of the night
@@ -115,7 +120,11 @@ WITH beyond AS MATERIALIZED (
 ), d AS MATERIALIZED (
     SELECT f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
     FROM beyond b
-    JOIN invoice_fingerprints f ON f.workflow_id = $1 AND f.invoice_no = b.invoice_no
+    CROSS JOIN LATERAL (  -- OFFSET 0: a probe of the primary key per candidate, never a scan
+        SELECT f.invoice_no, f.supplier_id, f.fingerprint, f.invoice_date
+        FROM invoice_fingerprints f WHERE f.workflow_id = $1 AND f.invoice_no = b.invoice_no
+        OFFSET 0
+    ) f
     CROSS JOIN LATERAL (
         -- the earliest earlier bill with the same fingerprint, by the (supplier, fingerprint)
         -- index; it counts while it stands: billed in this night, accepted by a live
@@ -131,7 +140,7 @@ WITH beyond AS MATERIALIZED (
     ) e
 )
 UPDATE invoice_fingerprints t SET duplicate_of = d.dup, duplicate_night = d.night
-FROM d WHERE t.workflow_id = $1 AND t.invoice_no = d.invoice_no
+FROM d WHERE t.workflow_id = $1 AND t.invoice_no = d.invoice_no AND t.duplicate_of IS NULL
 """
 
 
@@ -147,6 +156,8 @@ async def compare_quantities(pool: asyncpg.Pool, workflow_id: str, business_date
             " OR EXISTS (SELECT 1 FROM invoice_fingerprints WHERE workflow_id = $1)",
             workflow_id)
         if not done:
+            # The weighing sorts the night's lines twice (a 100k night: ~35 MB each): in memory.
+            await conn.execute("SET LOCAL work_mem = '256MB'")
             await _weigh(conn, workflow_id, business_date, warehouse, policy, None)
         return int(await conn.fetchval(
             "SELECT count(*) FROM comparisons WHERE workflow_id = $1", workflow_id))
@@ -160,7 +171,6 @@ async def _weigh(conn: asyncpg.Connection, workflow_id: str, business_date: date
     await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days, warehouse,
                         supplier_id, after)
     await conn.execute(_FINGERPRINT, workflow_id, business_date, supplier_id)
-    await conn.execute(_DUPLICATES, workflow_id)
 
 
 # The price rule of MatchPolicy.tolerates, in SQL ($3 paise per unit, $4 percent; 0 = not set).
@@ -237,6 +247,8 @@ async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str, business_date: d
 
 async def _flag(conn: asyncpg.Connection, workflow_id: str, business_date: date,
                 warehouse: str, policy: MatchPolicy, supplier_id: str | None) -> None:
+    # Step 6, not 5: step 5 refreshed the statistics of the night's comparisons and fingerprints.
+    await conn.execute(_DUPLICATES, workflow_id)
     after = await conn.fetchval(
         "SELECT coalesce(max(seq), 0) FROM mismatches WHERE workflow_id = $1", workflow_id)
     await conn.execute(
@@ -272,6 +284,7 @@ async def weigh_again(pool: asyncpg.Pool, workflow_id: str, business_date: date,
             "INSERT INTO reweighings (workflow_id, scope, generation) VALUES ($1, $2, $3)"
             " ON CONFLICT DO NOTHING RETURNING 1", workflow_id, scope, generation)
         if fresh:
+            await conn.execute("SET LOCAL work_mem = '256MB'")  # as step 5 weighs
             for statement in _FORGET:
                 await conn.execute(statement, workflow_id, supplier_id)
             await snapshot_missing(conn, workflow_id, warehouse, business_date)
