@@ -88,3 +88,31 @@ CREATE TABLE reweighings (
     weighed_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (workflow_id, scope, generation)
 );
+
+-- Nights reconciled before this migration: what they accepted, so that a later night subtracts
+-- it. Before, a night credited each matched line with its PO line's received quantity and booked
+-- that into stock, so that is what it accepted; it is live while that stock movement is. Idempotent
+-- (a line already there is skipped); called once here, on the upgrade.
+CREATE FUNCTION recon_backfill_acceptances() RETURNS bigint LANGUAGE sql AS $$
+    WITH old AS (
+        INSERT INTO acceptances (workflow_id, invoice_no, line_no, warehouse, business_date,
+                                 supplier_id, po_number, sku, qty_accepted, live)
+        SELECT c.workflow_id, c.invoice_no, c.line_no,
+               substring(c.workflow_id from '^recon-\d{4}-\d{2}-\d{2}-(.+)$'),
+               substring(c.workflow_id from '^recon-(\d{4}-\d{2}-\d{2})-')::date,
+               c.supplier_id, m.po_number, c.sku, greatest(c.received_qty, 0),
+               EXISTS (SELECT 1 FROM live_stock_movements s
+                       WHERE s.workflow_id = c.workflow_id AND s.invoice_no = c.invoice_no
+                         AND s.line_no = c.line_no)
+        FROM comparisons c
+        JOIN line_matches m ON m.workflow_id = c.workflow_id AND m.invoice_no = c.invoice_no
+                           AND m.line_no = c.line_no
+        WHERE c.workflow_id ~ '^recon-\d{4}-\d{2}-\d{2}-.+$'
+          AND NOT EXISTS (SELECT 1 FROM acceptances a WHERE a.workflow_id = c.workflow_id
+                          AND a.invoice_no = c.invoice_no AND a.line_no = c.line_no)
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    )
+    SELECT count(*) FROM old
+$$;
+SELECT recon_backfill_acceptances();
