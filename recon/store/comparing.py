@@ -87,10 +87,13 @@ WITH lines AS (
 SELECT count(*) FROM compared
 """
 
-# Each own invoice's lines as one fingerprint: PO line, quantity and price, as a multiset.
+# Each own invoice's lines as one fingerprint: PO line, quantity and price, as a multiset; with
+# its first PO number, by which it is found (migration 071: the index keeps a night's bills
+# together instead of scattering them by their md5).
 _FINGERPRINT = """
-INSERT INTO invoice_fingerprints (invoice_no, workflow_id, supplier_id, invoice_date, fingerprint)
-SELECT l.invoice_no, $1, min(l.supplier_id), $2,
+INSERT INTO invoice_fingerprints (invoice_no, workflow_id, supplier_id, invoice_date, first_po,
+                                  fingerprint)
+SELECT l.invoice_no, $1, min(l.supplier_id), $2, min(coalesce(l.po_number, '')),
        md5(string_agg(coalesce(l.po_number, '') || '/' || l.sku || ' ' || l.qty || ' @'
                       || l.unit_price_paise, ','
                       ORDER BY l.po_number, l.sku, l.qty, l.unit_price_paise))
@@ -112,7 +115,7 @@ GROUP BY l.invoice_no
 # step 5 refreshed them (run in the same transaction that inserted the night's rows, the planner
 # guessed one row, and a 10k night behind nine others spent 200 s comparing every fingerprint
 # with every comparison); the candidates are materialized first, and each probes the primary key
-# and the (supplier, fingerprint) index once.
+# and the (supplier, first PO, fingerprint) index once.
 _DUPLICATES = """
 WITH beyond AS MATERIALIZED (
     -- the night's bills the order has no room for: few, found in one scan of the night
@@ -121,16 +124,17 @@ WITH beyond AS MATERIALIZED (
     SELECT f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
     FROM beyond b
     CROSS JOIN LATERAL (  -- OFFSET 0: a probe of the primary key per candidate, never a scan
-        SELECT f.invoice_no, f.supplier_id, f.fingerprint, f.invoice_date
+        SELECT f.invoice_no, f.supplier_id, f.first_po, f.fingerprint, f.invoice_date
         FROM invoice_fingerprints f WHERE f.workflow_id = $1 AND f.invoice_no = b.invoice_no
         OFFSET 0
     ) f
     CROSS JOIN LATERAL (
-        -- the earliest earlier bill with the same fingerprint, by the (supplier, fingerprint)
-        -- index; it counts while it stands: billed in this night, accepted by a live
+        -- the earliest earlier bill with the same fingerprint, by the (supplier, first PO,
+        -- fingerprint) index; it counts while it stands: billed in this night, accepted by a live
         -- acceptance, or held awaiting receipt (an undone bill is no longer on the books)
         SELECT e.invoice_no, e.workflow_id FROM invoice_fingerprints e
-        WHERE e.supplier_id = f.supplier_id AND e.fingerprint = f.fingerprint
+        WHERE e.supplier_id = f.supplier_id AND e.first_po = f.first_po
+          AND e.fingerprint = f.fingerprint
           AND (e.invoice_date, e.invoice_no) < (f.invoice_date, f.invoice_no)
           AND (e.workflow_id = $1
                OR EXISTS (SELECT 1 FROM acceptances a WHERE a.invoice_no = e.invoice_no AND a.live)
