@@ -172,15 +172,8 @@ async def _weigh(conn: asyncpg.Connection, workflow_id: str, business_date: date
     """Weigh the night's lines (or one supplier's), numbering comparisons after those kept."""
     after = await conn.fetchval(
         "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id)
-    # The weighing joins three sets of the night's own rows whole (its lines, matches and
-    # snapshot, each read by workflow id): hash or merge joins. The planner guesses the join of
-    # matches and snapshot (two columns) at a tenth of its rows and then probes `invoice_lines`
-    # once per line: for a 100k night on a month of history, 1.7 s of a 8.5 s weighing, 6.5 s
-    # without (docs/design.md §8). The other statements of the transaction plan as usual.
-    await conn.execute("SET LOCAL enable_nestloop = off")
     await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days, warehouse,
                         supplier_id, after)
-    await conn.execute("SET LOCAL enable_nestloop TO DEFAULT")
     await conn.execute(_FINGERPRINT, workflow_id, business_date, supplier_id)
 
 
