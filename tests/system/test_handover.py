@@ -203,21 +203,25 @@ async def test_a_step_is_done_only_when_the_ledger_holds_it(
 async def test_a_waiting_run_sends_a_reminder_each_morning(
     pool: asyncpg.Pool, client: Client, night, spawn_worker, stack
 ) -> None:
-    """The 'morning' is set a few seconds ahead so the test sees the reminder go out."""
+    """The 'morning' is set some seconds ahead so the test sees the reminder go out. The run must
+    reach its gate before then (a morning already past when it starts waiting is tomorrow's):
+    ~3 s alone, over 10 s late in a loaded full suite, so the morning is 30 s away."""
     from datetime import UTC, datetime, timedelta
 
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
     wf = f"recon-{day}-{warehouse}"
     spawn_worker(queue, RECON_GATE_MAX_TOTAL_PAISE="100")
-    soon = (datetime.now(UTC) + timedelta(seconds=10)).strftime("%H:%M:%S")
+    morning = datetime.now(UTC) + timedelta(seconds=30)
+    soon = morning.strftime("%H:%M:%S")
     handle = await start(client, settings_for(queue, reminder_utc_time=soon), day, warehouse)
     await wait_for(lambda: _awaiting(client, wf), 60, "the gate to hand over")
+    assert datetime.now(UTC) < morning, "the run reached its gate after the morning it was given"
 
     async def reminded() -> int:
         return await pool.fetchval(
             "SELECT count(*) FROM outbox WHERE workflow_id = $1 AND kind = 'reminder'", wf)
-    await wait_for(reminded, 30, "the morning reminder")
+    await wait_for(reminded, 60, "the morning reminder")
     reminder = await pool.fetchrow(
         "SELECT * FROM outbox WHERE workflow_id = $1 AND kind = 'reminder'", wf)
     assert reminder["key"] == f"{wf}:handover:1:reminder:1"
