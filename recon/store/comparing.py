@@ -23,7 +23,7 @@ import asyncpg
 
 from recon.domain.keys import ADJUSTMENT, row_template
 from recon.domain.match_policy import MatchPolicy
-from recon.store.db import lock_run
+from recon.store.db import both, lock_run, spare_connection
 from recon.store.matching import snapshot_missing
 
 # One statement: the weighing of every matched line, then the three things it fills (the
@@ -89,7 +89,9 @@ SELECT count(*) FROM compared
 
 # Each own invoice's lines as one fingerprint: PO line, quantity and price, as a multiset; with
 # its first PO number, by which it is found (migration 071: the index keeps a night's bills
-# together instead of scattering them by their md5).
+# together instead of scattering them by their md5). A fingerprint depends on the lines alone, not
+# on the weighing: step 5 takes them on a second connection while it weighs, in a transaction of
+# their own, and an attempt after a crash adds the ones missing.
 _FINGERPRINT = """
 INSERT INTO invoice_fingerprints (invoice_no, workflow_id, supplier_id, invoice_date, first_po,
                                   fingerprint)
@@ -103,6 +105,7 @@ WHERE l.workflow_id = $1 AND ($3::text IS NULL OR l.supplier_id = $3)
                   AND m.invoice_no = l.invoice_no AND m.line_no = l.line_no
                   AND m.carried_from IS NOT NULL)
 GROUP BY l.invoice_no
+ON CONFLICT DO NOTHING
 """
 
 # A bill whose fingerprint an earlier bill of the same supplier has (an earlier night, or earlier
@@ -156,24 +159,47 @@ async def compare_quantities(pool: asyncpg.Pool, workflow_id: str, business_date
         await lock_run(conn, workflow_id)
         done = await conn.fetchval(
             "SELECT EXISTS (SELECT 1 FROM acceptances WHERE workflow_id = $1)"
-            " OR EXISTS (SELECT 1 FROM held_lines WHERE workflow_id = $1)"
-            " OR EXISTS (SELECT 1 FROM invoice_fingerprints WHERE workflow_id = $1)",
-            workflow_id)
-        if not done:
-            # The weighing sorts the night's lines twice (a 100k night: ~35 MB each): in memory.
-            await conn.execute("SET LOCAL work_mem = '256MB'")
-            await _weigh(conn, workflow_id, business_date, warehouse, policy, None)
+            " OR EXISTS (SELECT 1 FROM held_lines WHERE workflow_id = $1)", workflow_id)
+        # The weighing sorts the night's lines twice (a 100k night: ~35 MB each): in memory.
+        await conn.execute("SET LOCAL work_mem = '256MB'")
+        async with spare_connection(pool) as other:
+            if other is None:
+                if not done:
+                    await _weigh_lines(conn, workflow_id, business_date, warehouse, policy, None)
+                await _fingerprint(conn, workflow_id, business_date, None)
+            else:
+                async def fingerprints() -> None:
+                    async with other.transaction():
+                        await other.execute("SET LOCAL work_mem = '256MB'")  # its sort, too
+                        await _fingerprint(other, workflow_id, business_date, None)
+
+                if done:
+                    await fingerprints()
+                else:
+                    await both(_weigh_lines(conn, workflow_id, business_date, warehouse, policy,
+                                            None), fingerprints())
         return int(await conn.fetchval(
             "SELECT count(*) FROM comparisons WHERE workflow_id = $1", workflow_id))
 
 
 async def _weigh(conn: asyncpg.Connection, workflow_id: str, business_date: date,
                  warehouse: str, policy: MatchPolicy, supplier_id: str | None) -> None:
-    """Weigh the night's lines (or one supplier's), numbering comparisons after those kept."""
+    """Weigh the night's lines (or one supplier's) and fingerprint its bills, on one connection."""
+    await _weigh_lines(conn, workflow_id, business_date, warehouse, policy, supplier_id)
+    await _fingerprint(conn, workflow_id, business_date, supplier_id)
+
+
+async def _weigh_lines(conn: asyncpg.Connection, workflow_id: str, business_date: date,
+                       warehouse: str, policy: MatchPolicy, supplier_id: str | None) -> None:
+    """Numbering comparisons after those kept."""
     after = await conn.fetchval(
         "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id)
     await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days, warehouse,
                         supplier_id, after)
+
+
+async def _fingerprint(conn: asyncpg.Connection, workflow_id: str, business_date: date,
+                       supplier_id: str | None) -> None:
     await conn.execute(_FINGERPRINT, workflow_id, business_date, supplier_id)
 
 

@@ -3,6 +3,9 @@ mode). Postgres is the system of record for every business write."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from importlib import resources
 
 import asyncpg
@@ -76,6 +79,40 @@ async def lock_run(conn: asyncpg.Connection, workflow_id: str) -> None:
     """One writer per run's working set at a time (racing attempts queue here); call inside the
     transaction that fills the run's rows, the lock ends with it."""
     await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", workflow_id)
+
+
+# How long a step waits for a second connection before it does the work on its own one.
+SPARE_WAIT_SECONDS = 0.5
+
+
+@asynccontextmanager
+async def spare_connection(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection | None]:
+    """A second connection for a step that already holds one, or None when the pool has none to
+    spare within SPARE_WAIT_SECONDS: the step then does all of its work on the connection it has.
+    Never waiting longer is what keeps steps that each hold one connection and want a second from
+    starving the pool into a deadlock (many nights on one worker)."""
+    try:
+        conn = await pool.acquire(timeout=SPARE_WAIT_SECONDS)
+    except TimeoutError:
+        yield None
+        return
+    try:
+        yield conn
+    finally:
+        await pool.release(conn)
+
+
+async def both(first: Coroutine[object, object, object],
+               second: Coroutine[object, object, object]) -> None:
+    """Run two statements of a step on their two connections at once. When one fails the other is
+    cancelled (its statement, and the transaction around it, roll back) and the failure is the
+    step's own exception, not a group, so the step's error handling classifies it as usual."""
+    try:
+        async with asyncio.TaskGroup() as lanes:
+            lanes.create_task(first)
+            lanes.create_task(second)
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
 
 
 MASTER_DATA_LOCK = "recon:master-data"
