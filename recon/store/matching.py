@@ -14,7 +14,8 @@ from datetime import date
 import asyncpg
 
 from recon.domain.keys import PARKED_LINE, row_template
-from recon.store.db import both, lock_run, spare_connection
+from recon.store.db import lock_run
+from recon.store.po_lanes import in_lanes
 
 
 async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date,
@@ -25,17 +26,22 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
     earlier nights of the warehouse hold awaiting receipt, and no night has claimed, are carried
     into this night's match with their own invoice date.
 
-    Filled once, like steps 4-6: matches and parked lines commit together, so a run that has its
-    matches has its parked lines too, and running the step again adds nothing. The insert needs
-    no `ON CONFLICT` (which doubled its cost: 1.2 s instead of 0.6 s for 246k lines); the primary
-    key still refuses a second match of a line."""
+    Filled once, like steps 4-6: the step's mark (`lines_matched`, migration 072) commits with its
+    matches and parked lines, so a run that has its mark has them all, and running the step again
+    adds nothing. A large night matches its upper half of PO numbers on a second connection
+    (recon/store/po_lanes.py), committed on its own: a retry that finds matches but no mark adds
+    the missing ones. The first fill needs no `ON CONFLICT` (which doubled its cost: 1.2 s instead
+    of 0.6 s for 246k lines); the primary key still refuses a second match of a line."""
     async with pool.acquire() as conn, conn.transaction():
         await lock_run(conn, workflow_id)
         done = await conn.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM line_matches WHERE workflow_id = $1)", workflow_id)
+            "SELECT EXISTS (SELECT 1 FROM lines_matched WHERE workflow_id = $1)", workflow_id)
         if not done:
-            await _match_lines(conn, workflow_id, business_date)
+            await _match_lines(conn, pool, workflow_id, business_date)
             await conn.execute(_CARRY_HELD, workflow_id, warehouse, business_date)
+            await conn.execute(
+                "INSERT INTO lines_matched (workflow_id, lines)"
+                " SELECT $1, count(*) FROM line_matches WHERE workflow_id = $1", workflow_id)
         matched = await conn.fetchval(
             "SELECT count(*) FROM line_matches WHERE workflow_id = $1", workflow_id
         )
@@ -46,27 +52,43 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
     return int(matched), int(parked)
 
 
-async def _match_lines(conn: asyncpg.Connection, workflow_id: str, business_date: date) -> None:
-    # The orders are read within the range of PO numbers the night's lines cite, as step 4 reads
-    # them (its comment says why); a line citing a number outside every order still parks.
-    low, high = await conn.fetchrow(
-        "SELECT min(po_number), max(po_number) FROM invoice_lines WHERE workflow_id = $1",
-        workflow_id)
-    await conn.execute("SET LOCAL work_mem = '256MB'")  # the range's hashes, in memory
-    await conn.execute(
-        """
-        INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
-                                  invoice_date)
-        SELECT $1, l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise, $2
-        FROM invoice_lines l
-        JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
-                              AND o.po_number BETWEEN $3 AND $4
-        JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
-                       AND p.po_number BETWEEN $3 AND $4
-        WHERE l.workflow_id = $1
-        """,
-        workflow_id, business_date, low, high,
-    )
+# The night's lines that cite an order of the range [$3, $4], by its supplier, and a SKU on it. The
+# orders are read within the range of PO numbers the night's lines cite, as step 4 reads them (its
+# comment says why); a line citing a number outside every order still parks.
+_MATCH = """
+INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
+                          invoice_date)
+SELECT $1, l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise, $2
+FROM invoice_lines l
+JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
+                      AND o.po_number BETWEEN $3 AND $4
+JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
+               AND p.po_number BETWEEN $3 AND $4
+WHERE l.workflow_id = $1
+"""
+
+# An attempt after one whose upper lane committed (or after a night matched before the step's
+# mark existed) adds what is missing.
+_MATCH_MISSING = _MATCH + "ON CONFLICT DO NOTHING\n"
+
+MATCH_SETTINGS = "SET LOCAL work_mem = '256MB'"  # the range's hashes, in memory
+
+
+async def _match_lines(conn: asyncpg.Connection, pool: asyncpg.Pool, workflow_id: str,
+                       business_date: date) -> None:
+    low, high, lines = await conn.fetchrow(
+        "SELECT min(po_number), max(po_number), count(*) FROM invoice_lines"
+        " WHERE workflow_id = $1", workflow_id)
+    await conn.execute(MATCH_SETTINGS)
+    begun = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM line_matches WHERE workflow_id = $1)", workflow_id)
+    if begun:
+        await conn.execute(_MATCH_MISSING, workflow_id, business_date, low, high)
+    else:
+        async def lane(on: asyncpg.Connection, from_po: str, to_po: str) -> None:
+            await on.execute(_MATCH, workflow_id, business_date, from_po, to_po)
+
+        await in_lanes(conn, pool, lines, low, high, MATCH_SETTINGS, lane)
     # The lines left unmatched are few: each looks up its order by primary key (joined whole,
     # this hashed every order of every night to explain a few thousand lines).
     await conn.execute(
@@ -143,7 +165,7 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str,
             return int(taken)
         # The snapshot hashes the night's PO lines and sorts them (a 100k night: ~250k rows) in
         # memory, as step 5 does, each lane by a plan for its range.
-        await conn.execute(LANE_SETTINGS)
+        await conn.execute(SNAPSHOT_SETTINGS)
         await snapshot_missing(conn, workflow_id, warehouse, business_date, pool)
         lines = await conn.fetchval(  # a lane an earlier attempt committed counts too
             "SELECT count(*) FROM stock_snapshots WHERE workflow_id = $1", workflow_id)
@@ -163,8 +185,8 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str,
 # s; within the range 0.2 s). PO numbers are issued in sequence, so the range spans the orders
 # open tonight, not the years behind them; a night billing one very old order reads as much as
 # the whole-table join did, never more. The range is also what a lane takes: the PO lines of a
-# large night are taken in two lanes on two connections (LANE_LINES), each its own range of PO
-# numbers. The lane is chosen by the order lines it joins, not by filtering the night's matches:
+# large night are taken in two lanes on two connections (recon/store/po_lanes.py), each its own
+# range of PO numbers. The lane is chosen by the order lines it joins, not by filtering the night's matches:
 # a range filter on `line_matches` is estimated as if PO number and night were independent (730
 # rows of 12,000), and the plan then rescanned the receipts once per line (4.8 s, not 0.2 s).
 _SNAPSHOT = """
@@ -201,59 +223,29 @@ SELECT count(*) FROM snap
 """
 
 
-# A night of at least this many matched lines takes its snapshot in two lanes (two Postgres
-# backends, one per core): the second lane's PO lines are committed on their own, and a retry
-# snapshots only what is missing, so a lane that committed before a crash is never taken twice.
-LANE_LINES = 20_000
-
 # Each lane sorts in memory, as step 5 does, and joins by hashing. The snapshot joins whole sets
 # (the night's PO lines, the receipts and acceptances of its range), so hashing is right at any
 # size; but its joins are estimated through the anti-join with the night's own snapshot rows, which
 # is empty on a first run while the statistics still describe an earlier night's, and on some
 # nights the planner then guessed one row and rescanned the receipts' aggregate once per PO line
 # (5.1-5.6 s instead of 0.15 s for a 10k night; bench/README.md).
-LANE_SETTINGS = "SET LOCAL work_mem = '256MB'; SET LOCAL enable_nestloop = off"
-
-# The two neighbouring PO numbers that halve the night's range by orders (the primary key's
-# index, no table read): the lower lane ends at the first, the upper begins at the second. Every
-# matched line cites an order, so none falls between them.
-_MIDDLE_ORDERS = """
-SELECT po_number FROM purchase_orders WHERE po_number BETWEEN $1 AND $2 ORDER BY po_number
-OFFSET greatest((SELECT count(*) FROM purchase_orders WHERE po_number BETWEEN $1 AND $2) / 2 - 1,
-                0)
-LIMIT 2
-"""
+SNAPSHOT_SETTINGS = "SET LOCAL work_mem = '256MB'; SET LOCAL enable_nestloop = off"
 
 
 async def snapshot_missing(conn: asyncpg.Connection, workflow_id: str, warehouse: str,
                            business_date: date, pool: asyncpg.Pool | None = None) -> None:
-    """The caller holds the run's lock and its transaction (and LANE_SETTINGS). With a pool, a
-    night of LANE_LINES or more takes its upper half of PO numbers on a second
-    connection meanwhile, in a transaction of its own (committed whatever becomes of the
-    caller's: it holds only snapshot rows, which the caller's retry then finds there)."""
+    """The caller holds the run's lock and its transaction (and SNAPSHOT_SETTINGS). With a pool, a
+    large night takes its upper half of PO numbers on a second connection meanwhile
+    (recon/store/po_lanes.py): those snapshot rows are read by nobody before step 4 ends, and a
+    retry takes only the ones missing."""
     # The range as values, not a subquery: the planner then knows how many rows it holds.
     low, high, lines = await conn.fetchrow(
         "SELECT min(po_number), max(po_number), count(*) FROM line_matches"
         " WHERE workflow_id = $1", workflow_id)
     if low is None:
         return
-    middle: list[str] = []
-    if pool is not None and lines >= LANE_LINES and low < high:
-        middle = [r["po_number"] for r in await conn.fetch(_MIDDLE_ORDERS, low, high)]
-    if len(middle) < 2:
-        await conn.fetchval(_SNAPSHOT, workflow_id, warehouse, business_date, low, high)
-        return
-    assert pool is not None
-    async with spare_connection(pool) as other:
-        if other is None:
-            await conn.fetchval(_SNAPSHOT, workflow_id, warehouse, business_date, low, high)
-            return
 
-        async def upper_lane() -> None:
-            async with other.transaction():
-                await other.execute(LANE_SETTINGS)
-                await other.fetchval(_SNAPSHOT, workflow_id, warehouse, business_date, middle[1],
-                                     high)
+    async def lane(on: asyncpg.Connection, from_po: str, to_po: str) -> None:
+        await on.fetchval(_SNAPSHOT, workflow_id, warehouse, business_date, from_po, to_po)
 
-        await both(upper_lane(), conn.fetchval(_SNAPSHOT, workflow_id, warehouse, business_date,
-                                               low, middle[0]))
+    await in_lanes(conn, pool, lines, low, high, SNAPSHOT_SETTINGS, lane)

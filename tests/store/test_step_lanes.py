@@ -1,7 +1,7 @@
-"""Steps 4 and 5 on two connections (recon/store/matching.py, recon/store/comparing.py): the
-snapshot taken in two lanes is the snapshot taken in one, a lane committed before a crash is
-never taken twice, and the fingerprints a second connection writes while step 5 weighs are
-exactly the ones one connection writes."""
+"""Steps 3, 4 and 5 on two connections (recon/store/po_lanes.py, matching.py, comparing.py): the
+matches and the snapshot taken in two lanes are those taken in one, a lane committed before a
+crash is never taken twice, and step 5's fingerprints, written on a second connection while it
+weighs, are one per bill, a retry adding only the missing."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from recon.domain.match_policy import MatchPolicy
-from recon.store import matching
+from recon.store import matching, po_lanes
 from recon.store.comparing import compare_quantities
 from recon.store.db import lock_run
 
@@ -20,9 +20,10 @@ DAY = date(2030, 5, 6)
 ORDERS = 40
 
 
-async def _night(pool: asyncpg.Pool) -> tuple[str, str, str]:
+async def _night(pool: asyncpg.Pool, matched: bool = True) -> tuple[str, str, str]:
     """ORDERS orders of three lines each, received in part; one earlier acceptance; and a
-    night that bills every line of every order, one invoice per order."""
+    night that bills every line of every order, one invoice per order (and, unless `matched`
+    is set, its matches as step 3 leaves them)."""
     tag = uuid.uuid4().hex[:8].upper()
     supplier, warehouse = f"SL{tag}", f"wl{tag.lower()}"
     wf = f"recon-{DAY}-{warehouse}"
@@ -52,6 +53,8 @@ async def _night(pool: asyncpg.Pool) -> tuple[str, str, str]:
         "INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number,"
         " sku, description, qty, unit_price_paise) VALUES ($1, $2, $3, $4, $5, $6, 'x', $7, 100)",
         lines)
+    if not matched:
+        return wf, warehouse, supplier
     await pool.executemany(
         "INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku,"
         " po_price_paise, invoice_date) VALUES ($1, $2, $3, $4, $5, 100, $6)",
@@ -80,7 +83,7 @@ async def _one_lane(pool: asyncpg.Pool, wf: str, warehouse: str) -> list[tuple]:
 async def test_two_lanes_take_the_snapshot_one_lane_takes(pool: asyncpg.Pool,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     wf, warehouse, _ = await _night(pool)
-    monkeypatch.setattr(matching, "LANE_LINES", 1)
+    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
     backends: set[int] = set()
     real_fetchval = asyncpg.Connection.fetchval
 
@@ -102,7 +105,7 @@ async def test_two_lanes_take_the_snapshot_one_lane_takes(pool: asyncpg.Pool,
 async def test_a_lane_committed_before_a_crash_is_not_taken_twice(
         pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
     wf, warehouse, _ = await _night(pool)
-    monkeypatch.setattr(matching, "LANE_LINES", 1)
+    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
 
     class Crash(Exception):
         pass
@@ -136,3 +139,87 @@ async def test_fingerprints_written_beside_the_weighing_one_per_bill_and_a_retry
     again = await pool.fetch("SELECT invoice_no, first_po, fingerprint FROM invoice_fingerprints"
                              " WHERE workflow_id = $1 ORDER BY 1", wf)
     assert again == rows, "the missing fingerprint was added, the others kept"
+
+
+async def _matches(pool: asyncpg.Pool, wf: str) -> tuple[list[tuple], list[tuple]]:
+    matches = await pool.fetch("SELECT invoice_no, line_no, po_number, sku, po_price_paise"
+                               " FROM line_matches WHERE workflow_id = $1 ORDER BY 1, 2", wf)
+    parked = await pool.fetch("SELECT item_key, reason FROM parked_items WHERE workflow_id = $1"
+                              " AND step = 'match_orders' ORDER BY 1", wf)
+    return [tuple(r) for r in matches], [tuple(r) for r in parked]
+
+
+async def _night_to_match(pool: asyncpg.Pool) -> tuple[str, str, tuple[list[tuple], list[tuple]]]:
+    """A night with two lines no order has (an unknown SKU, an unknown order), and the matches
+    and parked lines step 3 gives it on one connection (under another workflow id)."""
+    wf, warehouse, supplier = await _night(pool, matched=False)
+    await pool.execute(
+        "INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,"
+        " description, qty, unit_price_paise) SELECT $1, invoice_no, 9, supplier_id, po_number,"
+        " 'SKU-NONE', 'x', 1, 100 FROM invoice_lines WHERE workflow_id = $1 AND line_no = 1"
+        " ORDER BY invoice_no LIMIT 1", wf)
+    await pool.execute(
+        "INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,"
+        " description, qty, unit_price_paise) SELECT $1, invoice_no, 8, supplier_id,"
+        " po_number || '-GONE', 'SKU-0', 'x', 1, 100 FROM invoice_lines WHERE workflow_id = $1"
+        " AND line_no = 1 ORDER BY invoice_no DESC LIMIT 1", wf)
+    alone = f"recon-{DAY}-{warehouse}x"
+    await pool.execute(
+        "INSERT INTO invoice_lines SELECT $2, invoice_no, line_no, supplier_id, po_number, sku,"
+        " description, qty, unit_price_paise FROM invoice_lines WHERE workflow_id = $1", wf, alone)
+    await matching.match_orders(pool, alone, DAY, warehouse)
+    return wf, warehouse, await _matches(pool, alone)
+
+
+async def test_two_lanes_match_what_one_lane_matches(pool: asyncpg.Pool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    wf, warehouse, one_lane = await _night_to_match(pool)
+    assert len(one_lane[0]) == ORDERS * 3 and len(one_lane[1]) == 2
+    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
+    backends: set[int] = set()
+    real_execute = asyncpg.Connection.execute
+
+    async def watched(self: asyncpg.Connection, query: str, *args: object, **kw: object) -> object:
+        if query is matching._MATCH:
+            backends.add(self.get_server_pid())
+        return await real_execute(self, query, *args, **kw)
+
+    monkeypatch.setattr(asyncpg.Connection, "execute", watched)
+    assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2)
+    monkeypatch.undo()
+    assert len(backends) == 2, "the lines were matched on two connections"
+    lanes = await pool.fetch("SELECT DISTINCT xmin::text FROM line_matches WHERE workflow_id = $1",
+                             wf)
+    assert len(lanes) == 2, "each lane committed a share of the matches"
+    matches, parked = await _matches(pool, wf)
+    assert (matches, [p[1] for p in parked]) == (one_lane[0], [p[1] for p in one_lane[1]])
+    assert await pool.fetchval("SELECT lines FROM lines_matched WHERE workflow_id = $1",
+                               wf) == ORDERS * 3
+
+
+async def test_a_match_lane_committed_before_a_crash_is_not_matched_twice(
+        pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    wf, warehouse, one_lane = await _night_to_match(pool)
+    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
+
+    class Crash(Exception):
+        pass
+
+    real_execute = asyncpg.Connection.execute
+
+    async def crash_before_the_mark(self: asyncpg.Connection, query: str, *args: object,
+                                    **kw: object) -> object:
+        if "INSERT INTO lines_matched" in query:
+            raise Crash
+        return await real_execute(self, query, *args, **kw)
+
+    monkeypatch.setattr(asyncpg.Connection, "execute", crash_before_the_mark)
+    with pytest.raises(Crash):
+        await matching.match_orders(pool, wf, DAY, warehouse)
+    monkeypatch.setattr(asyncpg.Connection, "execute", real_execute)
+    upper_only, parked = await _matches(pool, wf)
+    assert 0 < len(upper_only) < ORDERS * 3 and parked == [], "only the upper lane committed"
+    assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2)
+    matches, parked = await _matches(pool, wf)
+    assert (matches, [p[1] for p in parked]) == (one_lane[0], [p[1] for p in one_lane[1]])
+    assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2), "once"
