@@ -36,15 +36,16 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
         await lock_run(conn, workflow_id)
         done = await conn.fetchval(
             "SELECT EXISTS (SELECT 1 FROM lines_matched WHERE workflow_id = $1)", workflow_id)
-        if not done:
+        if done:
+            matched = await conn.fetchval(
+                "SELECT lines FROM lines_matched WHERE workflow_id = $1", workflow_id)
+        else:
             await _match_lines(conn, pool, workflow_id, business_date)
             await conn.execute(_CARRY_HELD, workflow_id, warehouse, business_date)
-            await conn.execute(
+            matched = await conn.fetchval(
                 "INSERT INTO lines_matched (workflow_id, lines)"
-                " SELECT $1, count(*) FROM line_matches WHERE workflow_id = $1", workflow_id)
-        matched = await conn.fetchval(
-            "SELECT count(*) FROM line_matches WHERE workflow_id = $1", workflow_id
-        )
+                " SELECT $1, count(*) FROM line_matches WHERE workflow_id = $1 RETURNING lines",
+                workflow_id)
         parked = await conn.fetchval(
             "SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND step = 'match_orders'",
             workflow_id,

@@ -62,6 +62,20 @@ async def _night(pool: asyncpg.Pool, matched: bool = True) -> tuple[str, str, st
     return wf, warehouse, supplier
 
 
+def _backends_running(monkeypatch: pytest.MonkeyPatch, method: str, statement: str) -> set[int]:
+    """The Postgres backends that run `statement` through `Connection.<method>` from now on."""
+    backends: set[int] = set()
+    real = getattr(asyncpg.Connection, method)
+
+    async def watched(self: asyncpg.Connection, query: str, *args: object, **kw: object) -> object:
+        if query is statement:
+            backends.add(self.get_server_pid())
+        return await real(self, query, *args, **kw)
+
+    monkeypatch.setattr(asyncpg.Connection, method, watched)
+    return backends
+
+
 async def _snapshot(pool: asyncpg.Pool, wf: str) -> list[tuple]:
     rows = await pool.fetch("SELECT po_number, sku, qty_received, qty_ordered, qty_prior"
                             " FROM stock_snapshots WHERE workflow_id = $1 ORDER BY 1, 2", wf)
@@ -84,15 +98,7 @@ async def test_two_lanes_take_the_snapshot_one_lane_takes(pool: asyncpg.Pool,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     wf, warehouse, _ = await _night(pool)
     monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
-    backends: set[int] = set()
-    real_fetchval = asyncpg.Connection.fetchval
-
-    async def watched(self: asyncpg.Connection, query: str, *args: object, **kw: object) -> object:
-        if query is matching._SNAPSHOT:
-            backends.add(self.get_server_pid())
-        return await real_fetchval(self, query, *args, **kw)
-
-    monkeypatch.setattr(asyncpg.Connection, "fetchval", watched)
+    backends = _backends_running(monkeypatch, "fetchval", matching._SNAPSHOT)
     assert await matching.read_stock(pool, wf, warehouse, DAY) == ORDERS * 3
     monkeypatch.undo()
     assert len(backends) == 2, "the snapshot was taken on two connections"
@@ -176,15 +182,7 @@ async def test_two_lanes_match_what_one_lane_matches(pool: asyncpg.Pool,
     wf, warehouse, one_lane = await _night_to_match(pool)
     assert len(one_lane[0]) == ORDERS * 3 and len(one_lane[1]) == 2
     monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
-    backends: set[int] = set()
-    real_execute = asyncpg.Connection.execute
-
-    async def watched(self: asyncpg.Connection, query: str, *args: object, **kw: object) -> object:
-        if query is matching._MATCH:
-            backends.add(self.get_server_pid())
-        return await real_execute(self, query, *args, **kw)
-
-    monkeypatch.setattr(asyncpg.Connection, "execute", watched)
+    backends = _backends_running(monkeypatch, "execute", matching._MATCH)
     assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2)
     monkeypatch.undo()
     assert len(backends) == 2, "the lines were matched on two connections"
@@ -205,18 +203,18 @@ async def test_a_match_lane_committed_before_a_crash_is_not_matched_twice(
     class Crash(Exception):
         pass
 
-    real_execute = asyncpg.Connection.execute
+    real_fetchval = asyncpg.Connection.fetchval
 
     async def crash_before_the_mark(self: asyncpg.Connection, query: str, *args: object,
                                     **kw: object) -> object:
         if "INSERT INTO lines_matched" in query:
             raise Crash
-        return await real_execute(self, query, *args, **kw)
+        return await real_fetchval(self, query, *args, **kw)
 
-    monkeypatch.setattr(asyncpg.Connection, "execute", crash_before_the_mark)
+    monkeypatch.setattr(asyncpg.Connection, "fetchval", crash_before_the_mark)
     with pytest.raises(Crash):
         await matching.match_orders(pool, wf, DAY, warehouse)
-    monkeypatch.setattr(asyncpg.Connection, "execute", real_execute)
+    monkeypatch.setattr(asyncpg.Connection, "fetchval", real_fetchval)
     upper_only, parked = await _matches(pool, wf)
     assert 0 < len(upper_only) < ORDERS * 3 and parked == [], "only the upper lane committed"
     assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2)
