@@ -421,10 +421,16 @@ def show_history(history: list[Night]) -> None:
     nights measured on top of them are only fair if history does not slow a night down."""
     print(f"\nhistory: {len(history)} nights of {history[0].invoices:,} invoices before the "
           f"measured night(s)")
+    names = _order({name for n in history for name in n.history.steps})
+    short = {name: name[:7] for name in names}
+    print(f"  {'night':<10}{'run s':>8}{'plain s':>8}{'ratio':>6}  "
+          + "".join(f"{short[name]:>8}" for name in names) + "  counts")
     for n in history:
-        verdict = "counts OK" if n.ok else "counts MISMATCH"
-        print(f"  {n.day}  run {n.run_seconds:8.2f} s  plain {n.plain.seconds:6.2f} s  "
-              f"ratio {n.ratio:4.1f}  {verdict}")
+        verdict = "OK" if n.ok else "MISMATCH"
+        walls = "".join(f"{n.history.steps[name].wall if name in n.history.steps else float('nan'):>8.2f}"
+                        for name in names)
+        print(f"  {n.day:<10}{n.run_seconds:>8.2f}{n.plain.seconds:>8.2f}{n.ratio:>6.1f}  {walls}  "
+              f"{verdict}")
     first, last = history[0].run_seconds, history[-1].run_seconds
     print(f"  history seconds: {', '.join(f'{n.run_seconds:.2f}' for n in history)}")
     print(f"last vs first night: {(last - first) / first:+.0%} ({first:.2f} s -> {last:.2f} s)")
