@@ -422,9 +422,8 @@ def show_history(history: list[Night]) -> None:
     print(f"\nhistory: {len(history)} nights of {history[0].invoices:,} invoices before the "
           f"measured night(s)")
     names = _order({name for n in history for name in n.history.steps})
-    short = {name: name[:7] for name in names}
     print(f"  {'night':<10}{'run s':>8}{'plain s':>8}{'ratio':>6}  "
-          + "".join(f"{short[name]:>8}" for name in names) + "  counts")
+          + "".join(f"{name[:7]:>8}" for name in names) + "  counts")
     for n in history:
         verdict = "OK" if n.ok else "MISMATCH"
         walls = "".join(f"{n.history.steps[name].wall if name in n.history.steps else float('nan'):>8.2f}"

@@ -4,9 +4,10 @@
     uv run python bench/step_seconds.py night.log
 
 `bench/night.py` prints its full step table for the measured night only; a history night gets one
-line of step walls. The in-process worker logs every activity's `finished` event with its seconds, so the same
-log tells how each step of every history night moved as the database grew. Extraction batches
-run side by side: for `extract_lines` the longest batch is shown, for every other step the sum.
+line of step walls. The in-process worker logs every activity's `finished` event with its
+seconds, so the same log tells how each step of every history night moved as the database grew.
+Extraction batches run side by side: for `extract_lines` the longest batch is shown, for every
+other step the sum.
 """
 
 from __future__ import annotations
