@@ -25,7 +25,8 @@ history and Postgres and prints:
 With R > 1 it also prints the median of every number over the R nights. With --history K it first
 runs K earlier nights of --history-invoices (default 10,000) on the same database, then the
 measured night(s) on top, and prints each history night's seconds and `last vs first night: +x%`
-(a year of nights must not make a night dearer). The nights run with RECON_RECEIPT_GRACE_DAYS=0
+(a year of nights must not make a night dearer), and with ten or more, the same of the medians of
+the first and last five nights. The nights run with RECON_RECEIPT_GRACE_DAYS=0
 unless set: every seeded short delivery is then claimed on its own night, so each night's counts
 are checked as before. The debit-note gate is
 opened wide for the bench so a run never waits for a person; if one hands over anyway the bench
@@ -80,6 +81,7 @@ from recon.store.db import connect_pool, migrate  # noqa: E402
 
 WAREHOUSE = "ldh"
 FIRST_DATE = date(2031, 1, 1)
+EDGE_NIGHTS = 5  # history nights at each end of a run whose medians are compared
 HISTORY_WARN, HISTORY_LIMIT = 10_240, 51_200
 PAYLOAD_WARN = 256 * 1024
 RECON_STATUS = SearchAttributeKey.for_keyword("ReconStatus")
@@ -433,6 +435,13 @@ def show_history(history: list[Night]) -> None:
     first, last = history[0].run_seconds, history[-1].run_seconds
     print(f"  history seconds: {', '.join(f'{n.run_seconds:.2f}' for n in history)}")
     print(f"last vs first night: {(last - first) / first:+.0%} ({first:.2f} s -> {last:.2f} s)")
+    if len(history) >= 2 * EDGE_NIGHTS:
+        # One night swings by 15-30 % on a shared machine; five at each end say whether the
+        # month made nights dearer, or one of them met a busy moment.
+        head = statistics.median(n.run_seconds for n in history[:EDGE_NIGHTS])
+        tail = statistics.median(n.run_seconds for n in history[-EDGE_NIGHTS:])
+        print(f"last {EDGE_NIGHTS} vs first {EDGE_NIGHTS} nights (medians): "
+              f"{(tail - head) / head:+.0%} ({head:.2f} s -> {tail:.2f} s)")
 
 
 async def _first_free_date(pool) -> date:
