@@ -62,16 +62,15 @@ def parse_all(documents: list[str]) -> float:
 
 
 async def copy_all(conn: asyncpg.Connection, workflow_id: str) -> tuple[int, float]:
-    tables = {t: await conn.fetch(f"SELECT * FROM {t} WHERE workflow_id = $1", workflow_id)
-              for t in await run_tables(conn)}
-    tables = {t: rows for t, rows in tables.items() if rows}
+    read = {t: await conn.fetch(f"SELECT * FROM {t} WHERE workflow_id = $1", workflow_id)
+            for t in await run_tables(conn)}
+    tables = {t: rows for t, rows in read.items() if rows}  # a table the night left empty: no COPY
     for t in tables:
         await conn.execute(f"DROP TABLE IF EXISTS plain_{t}; CREATE TABLE plain_{t} (LIKE {t})")
     started = time.perf_counter()
     for t, rows in tables.items():
-        if rows:
-            await conn.copy_records_to_table(f"plain_{t}", records=[tuple(r) for r in rows],
-                                              columns=list(rows[0].keys()))
+        await conn.copy_records_to_table(f"plain_{t}", records=[tuple(r) for r in rows],
+                                          columns=list(rows[0].keys()))
     seconds = time.perf_counter() - started
     for t in tables:
         await conn.execute(f"DROP TABLE plain_{t}")
