@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from recon.documents.extraction.results import Result
+from recon.documents.extraction.results import Result, offline_request
 from recon.documents.formats.checks import as_invoice
 from recon.documents.formats.detect import read_stored
 from recon.domain.errors import UnreadableInvoice
@@ -33,7 +33,7 @@ class DocumentReader:
     def read(self, invoice_no: str, supplier_id: str, document: str) -> Result | None:
         """The checked reading, an unreadable Result, or None when the document is text after
         all (JSON or XML of no format we know): then the night's extractor reads it."""
-        request = json.dumps({"invoice_no": invoice_no})
+        request = offline_request(invoice_no)
         try:
             reading = read_stored(document)
             if reading is None:

@@ -11,7 +11,7 @@ import json
 
 from recon.documents.extraction.answer import Answer
 from recon.documents.extraction.offline import NAME, parse_document
-from recon.documents.extraction.results import Result
+from recon.documents.extraction.results import Result, offline_request
 from recon.documents.extraction.schema import UnreadableInvoice
 
 
@@ -22,7 +22,7 @@ class OfflineExtractor:
 
     def read(self, invoice_no: str, supplier_id: str, document: str) -> Result:
         """The same answer `call` gives, with the invoice already validated."""
-        request = json.dumps({"invoice_no": invoice_no})
+        request = offline_request(invoice_no)
         try:
             found = parse_document(document)
         except UnreadableInvoice as exc:

@@ -8,12 +8,19 @@ group of invoices (`recon.store.extractions.write_results`), not one transaction
 from __future__ import annotations
 
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 
 from recon.documents.extraction.evidence import disagreement
 from recon.documents.extraction.schema import ExtractedInvoice, UnreadableInvoice
 from recon.domain.keys import number_of
 
 STEP = "extract_lines"
+
+
+def offline_request(invoice_no: str) -> str:
+    """What an offline reader records as its request: `json.dumps({"invoice_no": ...})`, written
+    without the encoder's machinery (a tenth of the cost, 100,000 times a night)."""
+    return '{"invoice_no": ' + encode_basestring_ascii(invoice_no) + "}"
 
 
 def storable(text: str) -> str:
