@@ -31,7 +31,7 @@ from recon.store.extractions import write_results
 from recon.store.fences import Fence
 from recon.store.invoices import not_yet_extracted
 
-OFFLINE_GROUP = 500  # invoices per transaction for the offline parser
+OFFLINE_GROUP = 1000  # invoices per transaction for the offline readers (a crash parses them again, free)
 # Documents parsed between two yields to the event loop: the worker's other activities (and their
 # heartbeat tickers) run in the same loop, and a 2 s heartbeat timeout leaves ~0.4 s of margin
 # once the SDK's throttle (0.8 x timeout) is spent.
