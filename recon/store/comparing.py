@@ -25,6 +25,7 @@ from recon.domain.keys import ADJUSTMENT, row_template
 from recon.domain.match_policy import MatchPolicy
 from recon.store.db import both, lock_run, spare_connection
 from recon.store.matching import snapshot_missing
+from recon.store.po_lanes import LANE_LINES
 
 # One statement: the weighing of every matched line, then the three things it fills (the
 # comparisons and acceptances of what is claimed, the held lines of what waits for its goods).
@@ -194,14 +195,20 @@ async def _weigh_lines(conn: asyncpg.Connection, workflow_id: str, business_date
     """Numbering comparisons after those kept."""
     after = await conn.fetchval(
         "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id)
-    # The weighing joins whole sets (the night's lines, matches and snapshot): by hashing. Left to
-    # the estimates it probed the lines' primary key once per matched line (a 100k night: 0.75 s
-    # of reading instead of 0.5 s, and 2.9 s for the whole statement instead of 2.7 s;
-    # docs/design.md §8). Only for this statement: step 6's duplicate check is built on probes.
-    await conn.execute("SET LOCAL enable_nestloop = off")
+    # A large night's weighing joins whole sets (its lines, matches and snapshot): by hashing.
+    # Left to the estimates it probed the lines' primary key once per matched line (a 100k night:
+    # 0.75 s of reading instead of 0.5 s, 2.9 s for the statement instead of 2.7 s). A small night
+    # on a database of many is the opposite case (its few rows by index, never a table hashed
+    # whole), so only from LANE_LINES lines, and only for this statement: step 6's duplicate check
+    # is built on probes (docs/design.md §8).
+    large = await conn.fetchval(
+        "SELECT lines >= $2 FROM lines_matched WHERE workflow_id = $1", workflow_id, LANE_LINES)
+    if large:
+        await conn.execute("SET LOCAL enable_nestloop = off")
     await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days, warehouse,
                         supplier_id, after)
-    await conn.execute("RESET enable_nestloop")
+    if large:
+        await conn.execute("RESET enable_nestloop")
 
 
 async def _fingerprint(conn: asyncpg.Connection, workflow_id: str, business_date: date,
