@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -45,6 +46,33 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _ephemeral_low(default: int = 32768) -> int:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    return default
+
+
+def restartable_port() -> int:
+    """A free port below the kernel's ephemeral range, for a server that is stopped and started
+    again on the same port (an outage, a supervisor's restart). `free_port` hands out a port from
+    that range, and while the server is down the kernel may give the same number to some outgoing
+    connection as its local end: the restart then fails to bind ("address already in use"; seen in
+    the schedule catch-up test, the Web UI's port, once in a full run). Below the range, only a
+    server that asks for the number by name can take it."""
+    low = _ephemeral_low()
+    chooser = random.SystemRandom()
+    for _ in range(200):
+        port = chooser.randrange(10_000, max(10_001, low - 1))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if not port_open(port):
+            return port
+    return free_port()  # nothing free below the range: the old way
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from recon.runtime.embedded import free_port, port_open
+from recon.runtime.embedded import port_open, restartable_port
 from tests.system.test_cli_dev import _alive, _cli, _postgres_pid, _start_dev
 
 
@@ -30,7 +30,7 @@ def _dev_output(home: Path) -> str:
 def test_recon_dev_restarts_a_killed_temporal_and_a_killed_postgres(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    port, ui_port = free_port(), free_port()
+    port, ui_port = restartable_port(), restartable_port()  # restarted on the same ports
     dev = _start_dev(home, port, ui_port)
     try:
         seeded = _cli(home, "seed", "--date", "2026-10-15", "--warehouse", "sup",

@@ -16,7 +16,7 @@ import pytest
 from temporalio.client import Client
 
 from recon.documents.seed import seed_night
-from recon.runtime.embedded import TemporalDevServer, free_port
+from recon.runtime.embedded import TemporalDevServer, restartable_port
 from recon.runtime.temporal_client import connect
 from tests.helpers import ROOT, ledger_rows, settings_for, start, wait_for
 
@@ -72,7 +72,8 @@ async def test_a_minute_without_temporal_needs_no_person(
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=160, mismatches=40)
     state = Path(tempfile.mkdtemp(prefix="recon-outage-"))
-    server = TemporalDevServer(state, port=free_port(), ui_port=free_port(), persistent=True)
+    server = TemporalDevServer(state, port=restartable_port(), ui_port=restartable_port(),
+                               persistent=True)
     server.start()
     log = state / "worker.log"
     worker = subprocess.Popen(

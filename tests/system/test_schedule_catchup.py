@@ -13,7 +13,7 @@ import pytest
 
 from recon.documents.seed import seed_night
 from recon.ops import schedules
-from recon.runtime.embedded import TemporalDevServer, free_port
+from recon.runtime.embedded import TemporalDevServer, restartable_port
 from recon.runtime.temporal_client import connect
 from tests.helpers import inprocess_worker, settings_for, wait_for
 
@@ -23,7 +23,8 @@ async def test_a_firing_missed_while_the_server_was_down_runs_once(
     pool: asyncpg.Pool, night, tmp_path: Path
 ) -> None:
     _, warehouse, queue = night
-    server = TemporalDevServer(tmp_path / "temporal", port=free_port(), ui_port=free_port(),
+    server = TemporalDevServer(tmp_path / "temporal", port=restartable_port(),
+                               ui_port=restartable_port(),
                                persistent=True)
     server.start()
     try:
