@@ -30,6 +30,18 @@ FROM unnest($4::text[], $5::text[], $6::text[]) AS x(invoice_no, request, respon
 RETURNING id, invoice_no
 """
 
+# The lines of the extractions a statement has just inserted (its `fresh` CTE), unpacked from each
+# invoice's JSON (`{lines}`: an expression over the statement's `x`). Shared by both writes below.
+_LINES_OF_FRESH = """
+INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
+                           description, qty, unit_price_paise)
+SELECT $1, f.invoice_no, l.line_no, x.supplier_id, f.po_number, l.sku, l.description, l.quantity,
+       l.unit_price_paise
+FROM fresh f JOIN x USING (invoice_no)
+CROSS JOIN LATERAL json_to_recordset({lines}->'lines')
+     AS l(line_no int, sku text, description text, quantity int, unit_price_paise bigint)
+"""
+
 # A group read offline in one statement: its calls, the extractions of the readable ones, their
 # lines. A reading's JSON is, in the usual case, the call's own response (the parser's answer is
 # the checked invoice), so it travels once and `found` is NULL: a 100k night sent ~36 MB twice and
@@ -55,14 +67,7 @@ WITH x AS (
     ON CONFLICT DO NOTHING
     RETURNING invoice_no, po_number
 )
-INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
-                           description, qty, unit_price_paise)
-SELECT $1, f.invoice_no, l.line_no, x.supplier_id, f.po_number, l.sku, l.description, l.quantity,
-       l.unit_price_paise
-FROM fresh f JOIN x USING (invoice_no)
-CROSS JOIN LATERAL json_to_recordset(coalesce(x.found, x.response::json)->'lines')
-     AS l(line_no int, sku text, description text, quantity int, unit_price_paise bigint)
-"""
+""" + _LINES_OF_FRESH.format(lines="coalesce(x.found, x.response::json)")
 
 _SETTLE_ANSWERED = """
 UPDATE model_calls m
@@ -88,14 +93,7 @@ WITH x AS (
     ON CONFLICT DO NOTHING
     RETURNING invoice_no, po_number
 )
-INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
-                           description, qty, unit_price_paise)
-SELECT $1, f.invoice_no, l.line_no, x.supplier_id, f.po_number, l.sku, l.description, l.quantity,
-       l.unit_price_paise
-FROM fresh f JOIN x USING (invoice_no)
-CROSS JOIN LATERAL json_to_recordset(x.found->'lines')
-     AS l(line_no int, sku text, description text, quantity int, unit_price_paise bigint)
-"""
+""" + _LINES_OF_FRESH.format(lines="x.found")
 
 PARK_MANY = """
 INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, reason, evidence)
