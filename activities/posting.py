@@ -69,7 +69,8 @@ class PostingActivities(Room):
 
             walk = await walk_in_batches(LEDGER_STEP, last_progress(), fetch, write)
             if walk.started_after + walk.inserted + walk.already_there >= BULK_ROWS:
-                await refresh_statistics(conn, "ledger_entries")  # the check joins what was posted
+                # the check joins what was posted
+                await refresh_statistics(conn, job.workflow_id, "ledger_entries")
             expected = await verify_adjustments(conn, job.workflow_id, job.supplier_id)
             total = await live_adjustment_total(conn, job.workflow_id, job.supplier_id)
         activity.logger.info(
@@ -103,7 +104,7 @@ class PostingActivities(Room):
             # The closing check joins every line to its movement: planned on a table the
             # statistics still think empty, that join is a nested loop over both.
             if last_seq >= BULK_ROWS:
-                await refresh_statistics(conn, "stock_movements")
+                await refresh_statistics(conn, job.workflow_id, "stock_movements")
             expected = await verify_movements(conn, job.workflow_id, job.supplier_id)
             # A redo after an undo takes its quantities again (a first run's are live already).
             if undone:

@@ -30,7 +30,7 @@ class ReadingActivities(Room):
                                          date.fromisoformat(step.business_date), step.warehouse)
         # Every step after this one reads the night by seq range or joins it whole: each filling
         # step refreshes the planner's statistics of what it filled (recon/store/statistics.py).
-        await refresh_statistics(self.pool, "run_invoices")
+        await refresh_statistics(self.pool, step.workflow_id, "run_invoices")
         activity.logger.info("fetched %s invoices for %s", have, step.workflow_id)
         return Count(count=have)
 
@@ -39,10 +39,11 @@ class ReadingActivities(Room):
     async def match_orders(self, step: StepInput) -> Count:
         """Step 3. Lines that match no purchase order are parked, the others go on."""
         # The extraction filled these in many small transactions: plan on what they hold now.
-        await refresh_statistics(self.pool, "invoice_lines", "extractions", "parked_items")
+        await refresh_statistics(self.pool, step.workflow_id, "invoice_lines", "extractions",
+                                 "parked_items")
         matched, parked = await matching.match_orders(
             self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse)
-        await refresh_statistics(self.pool, "line_matches", "parked_items")
+        await refresh_statistics(self.pool, step.workflow_id, "line_matches", "parked_items")
         return Count(count=matched, parked=parked)
 
     @activity.defn(name="read_stock")
@@ -52,7 +53,7 @@ class ReadingActivities(Room):
         took first, so a resume never re-reads a different picture."""
         lines = await matching.read_stock(self.pool, step.workflow_id, step.warehouse,
                                           date.fromisoformat(step.business_date))
-        await refresh_statistics(self.pool, "stock_snapshots")
+        await refresh_statistics(self.pool, step.workflow_id, "stock_snapshots")
         return Count(count=lines)
 
     @activity.defn(name="compare_quantities")
@@ -63,8 +64,8 @@ class ReadingActivities(Room):
         compared = await comparing.compare_quantities(
             self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
             MatchPolicy.of(self.settings))
-        await refresh_statistics(self.pool, "comparisons", "acceptances", "invoice_fingerprints",
-                                 "held_lines")
+        await refresh_statistics(self.pool, step.workflow_id, "comparisons", "acceptances",
+                                 "invoice_fingerprints", "held_lines")
         return Count(count=compared)
 
     @activity.defn(name="flag_mismatches")
@@ -76,7 +77,7 @@ class ReadingActivities(Room):
         flagged = await comparing.flag_mismatches(
             self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
             MatchPolicy.of(self.settings))
-        await refresh_statistics(self.pool, "mismatches")
+        await refresh_statistics(self.pool, step.workflow_id, "mismatches")
         return Count(count=flagged)
 
     @activity.defn(name="weigh_again")
@@ -91,5 +92,6 @@ class ReadingActivities(Room):
         flagged = await comparing.weigh_again(
             self.pool, job.workflow_id, date.fromisoformat(night[0]), job.warehouse,
             MatchPolicy.of(self.settings), job.supplier_id, generation)
-        await refresh_statistics(self.pool, "comparisons", "mismatches", "acceptances")
+        await refresh_statistics(self.pool, job.workflow_id, "comparisons", "mismatches",
+                                 "acceptances")
         return Count(count=flagged)

@@ -1,4 +1,5 @@
-"""Planner statistics for the night's working tables, refreshed where a step has just filled them.
+"""Planner statistics for the night's working tables, refreshed where a step has just filled them,
+and only when the planner does not already know how many rows the night has.
 
 A 100,000-invoice night adds ~250,000 rows to `comparisons` (and as many to `invoice_lines`,
 `line_matches`, `stock_snapshots`) within seconds, long before autovacuum's next look. Until the
@@ -6,13 +7,26 @@ statistics know that, Postgres plans a range of one workflow id as if it held on
 the whole night once per range (seen: step 8 in 34 s instead of 13 s at 500 entries per range,
 the extraction's per-batch reads walking `run_invoices` the same way; with `parked_items` thought
 empty, every range of step 8 compared each line with every parked item: 0.57 s a range instead of
-0.05 s). ANALYZE samples a fixed
-number of rows, so its cost (~0.1-0.4 s here) does not grow with the table (docs/design.md §8).
+0.05 s).
+
+ANALYZE samples 3,000 pages of the table (statistics target 10, migration 070). While the history
+is small those pages are in Postgres's buffers and a refresh costs a few milliseconds; on a month
+of nights they are spread over gigabytes, most of them read from disk: 60-250 ms a table, about a
+dozen tables a night, the whole of what a month of history added to a 10k night. Yet once the
+statistics hold a few nights, the planner's estimate for a workflow id it has never seen is "one
+night's worth" (the share of the rows outside the most common values, spread over the other
+distinct ids), which is right for a night like the ones before. So each refresh first asks the
+planner (EXPLAIN) how many rows it expects for this night and counts them (an index-only scan of
+rows the step has just written, ~5 ms for 25,000); only a table whose estimate is off by more
+than `STALE_FACTOR` is analyzed. The first nights (the estimate is one row), a night much larger or
+smaller than the ones before, and a history grown to twice what the statistics saw are refreshed
+as before (docs/design.md §8, "Statistics refreshed only when the planner is wrong").
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import asyncpg
 
@@ -27,17 +41,59 @@ WORKING_TABLES = frozenset({
     "acceptances", "held_lines", "invoice_fingerprints",
 })
 
+# An estimate within this factor of the night's rows plans the same joins; a plan flips (hash to
+# nested loop, or back) only when the guess is off by an order of magnitude or so.
+STALE_FACTOR = 2
+# Differences of fewer rows than this never matter to a plan: a night of 3 held lines that the
+# planner expects 1 of is not worth reading 3,000 pages for.
+FEW_ROWS = 100
 
-async def refresh_statistics(conn: asyncpg.Connection | asyncpg.Pool, *tables: str) -> None:
-    """ANALYZE the given working tables (outside the caller's write transaction: it only reads).
-    Given the pool, each table is analyzed on a connection of its own, all at once: one ANALYZE
-    keeps one backend busy, and the steps that refresh three or four tables waited for them one
-    after another while the machine's other core idled."""
+
+def is_stale(estimated: float, actual: int) -> bool:
+    """Whether the planner's estimate of a night's rows is far enough off to refresh. The planner
+    never estimates fewer than one row, so a night's first rows on fresh statistics are stale."""
+    low, high = sorted((max(estimated, 0.0), float(actual)))
+    return high >= STALE_FACTOR * max(low, FEW_ROWS)
+
+
+async def _estimate_and_count(conn: asyncpg.Connection, table: str,
+                              workflow_id: str) -> tuple[float, int]:
+    plan = await conn.fetchval(
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE workflow_id = $1", workflow_id)
+    estimated = float(json.loads(plan)[0]["Plan"]["Plan Rows"])
+    actual = await conn.fetchval(f"SELECT count(*) FROM {table} WHERE workflow_id = $1",
+                                 workflow_id)
+    return estimated, int(actual)
+
+
+async def _refresh_one(conn: asyncpg.Connection, table: str, workflow_id: str) -> bool:
+    """ANALYZE one table if the planner misjudges the night's rows in it; True when it did."""
+    estimated, actual = await _estimate_and_count(conn, table, workflow_id)
+    if not is_stale(estimated, actual):
+        return False
+    await conn.execute(f"ANALYZE {table}")
+    return True
+
+
+async def refresh_statistics(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
+                             *tables: str) -> list[str]:
+    """Refresh the statistics of the given working tables where the planner misjudges how many
+    rows `workflow_id` has in them (outside the caller's write transaction: it only reads).
+    Returns the tables it analyzed. Given the pool, each table is checked on a connection of its
+    own, all at once: one ANALYZE keeps one backend busy, and the steps that refresh three or four
+    tables waited for them one after another while the machine's other core idled."""
     unknown = set(tables) - WORKING_TABLES
     if unknown:
         raise ValueError(f"not a working table: {', '.join(sorted(unknown))}")
-    if isinstance(conn, asyncpg.Pool) and len(tables) > 1:
-        # Each call takes a connection and gives it back: nothing is held while one is awaited.
-        await asyncio.gather(*(conn.execute(f"ANALYZE {table}") for table in tables))
+
+    async def one(table: str) -> bool:
+        if isinstance(conn, asyncpg.Pool):
+            async with conn.acquire() as c:
+                return await _refresh_one(c, table, workflow_id)
+        return await _refresh_one(conn, table, workflow_id)
+
+    if isinstance(conn, asyncpg.Pool):
+        done = await asyncio.gather(*(one(t) for t in tables))
     else:
-        await conn.execute(f"ANALYZE {', '.join(tables)}")
+        done = [await one(t) for t in tables]
+    return [t for t, analyzed in zip(tables, done, strict=True) if analyzed]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 import asyncpg
+import pytest
 
-from recon.store.statistics import WORKING_TABLES
+from recon.store.statistics import WORKING_TABLES, is_stale, refresh_statistics
 
 
 async def test_every_working_column_samples_small(pool: asyncpg.Pool) -> None:
@@ -43,3 +44,68 @@ async def test_a_night_is_still_estimated_by_its_rows(pool: asyncpg.Pool) -> Non
         finally:
             await conn.execute("DELETE FROM line_matches WHERE workflow_id = ANY($1::text[])",
                                [wf, other])
+
+
+def test_an_estimate_is_stale_only_when_far_off() -> None:
+    """The refresh rule: off by `STALE_FACTOR` or more, counting at least `FEW_ROWS`."""
+    assert is_stale(1, 25_000)  # a first night: the planner guesses one row
+    assert is_stale(25_000, 250_000)  # a 100k night after 10k nights
+    assert is_stale(250_000, 25_000)  # a small night after big ones
+    assert not is_stale(24_324, 24_689)  # a month's next night, as measured
+    assert not is_stale(13_000, 25_000)  # within the factor
+    assert not is_stale(1, 3)  # a few held lines: nothing a plan would change for
+    assert is_stale(1, 200)
+
+
+async def _fill(conn: asyncpg.Connection, run: str, lines: int) -> None:
+    await conn.execute(
+        "INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku,"
+        " po_price_paise) SELECT $1, 'INV-ST-' || (g / 4), g % 4, 'PO-ST-1', 'SKU-ST',"
+        " 100 FROM generate_series(1, $2) g", run, lines)
+
+
+async def test_a_night_like_the_ones_before_is_not_analyzed_again(pool: asyncpg.Pool) -> None:
+    """On statistics that already hold many nights, the planner expects a night it has never seen
+    to hold one night's rows: the refresh leaves it alone (no 3,000-page sample, which a month of
+    history reads mostly from disk). A night ten times larger is analyzed. All in one transaction
+    rolled back, on a table emptied inside it, so other tests' rows do not move the estimate."""
+    async with pool.acquire() as conn:
+        scratch = conn.transaction()
+        await scratch.start()
+        try:
+            await conn.execute("DELETE FROM line_matches")
+            for night in range(1, 16):
+                await _fill(conn, f"recon-2030-04-{night:02d}-statistics", 2000)
+            await conn.execute("ANALYZE line_matches")
+
+            like_the_ones_before = "recon-2030-04-16-statistics"
+            await _fill(conn, like_the_ones_before, 2000)
+            assert await refresh_statistics(conn, like_the_ones_before, "line_matches") == []
+
+            bigger = "recon-2030-04-17-statistics"
+            await _fill(conn, bigger, 20_000)
+            assert await refresh_statistics(conn, bigger, "line_matches") == ["line_matches"]
+            # Now the statistics know it: asked again, there is nothing to do.
+            assert await refresh_statistics(conn, bigger, "line_matches") == []
+        finally:
+            await scratch.rollback()
+
+
+async def test_a_first_night_is_analyzed(pool: asyncpg.Pool) -> None:
+    """Statistics that have never seen a night estimate one row for it: refreshed."""
+    async with pool.acquire() as conn:
+        scratch = conn.transaction()
+        await scratch.start()
+        try:
+            await conn.execute("DELETE FROM line_matches")
+            await conn.execute("ANALYZE line_matches")
+            first = "recon-2030-05-01-statistics"
+            await _fill(conn, first, 3000)
+            assert await refresh_statistics(conn, first, "line_matches") == ["line_matches"]
+        finally:
+            await scratch.rollback()
+
+
+async def test_only_working_tables_are_refreshed(pool: asyncpg.Pool) -> None:
+    with pytest.raises(ValueError, match="not a working table: suppliers"):
+        await refresh_statistics(pool, "recon-2030-05-01-statistics", "suppliers")
