@@ -20,6 +20,7 @@ from temporalio import activity
 from activities.batches import walk_in_batches
 from activities.lanes import book_in_lanes
 from activities.resources import Room
+from activities.statistics import refresh_statistics
 from activities.step import business_step, last_progress
 from recon.domain.keys import fence_scope
 from recon.domain.models import PostInput, PostResult
@@ -34,7 +35,7 @@ from recon.store.ledger import (
     post_entries,
     verify_adjustments,
 )
-from recon.store.statistics import BULK_ROWS, refresh_statistics
+from recon.store.statistics import BULK_ROWS
 from recon.store.stock import RangeMoved, move_reconciled_range, verify_movements
 
 LEDGER_STEP = "post_adjustments"

@@ -10,13 +10,13 @@ from datetime import date
 from temporalio import activity
 
 from activities.resources import Room
+from activities.statistics import refresh_statistics
 from activities.step import business_step
 from recon.domain.keys import night_of
 from recon.domain.match_policy import MatchPolicy
 from recon.domain.models import Count, PostInput, StepInput
 from recon.store import comparing, invoices, matching
 from recon.store.generations import current_generation
-from recon.store.statistics import refresh_statistics
 
 
 class ReadingActivities(Room):

@@ -262,6 +262,7 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
     started = time.perf_counter()
     await pool.execute(f"VACUUM (ANALYZE) {', '.join(MASTER_TABLES)}")
     await pool.execute("VACUUM")
+    await pool.execute("CHECKPOINT")
     print(f"  {day}: tables vacuumed, master data analyzed in {time.perf_counter() - started:.1f} s "
           "(as a production database is at the start of a night)", flush=True)
 

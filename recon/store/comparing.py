@@ -159,8 +159,8 @@ async def compare_quantities(pool: asyncpg.Pool, workflow_id: str, business_date
     async with pool.acquire() as conn, conn.transaction():
         await lock_run(conn, workflow_id)
         done = await conn.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM acceptances WHERE workflow_id = $1)"
-            " OR EXISTS (SELECT 1 FROM held_lines WHERE workflow_id = $1)", workflow_id)
+            "SELECT recon_night_has_rows('acceptances', $1)"
+            " OR recon_night_has_rows('held_lines', $1)", workflow_id)
         # The weighing sorts the night's lines twice (a 100k night: ~35 MB each): in memory.
         await conn.execute("SET LOCAL work_mem = '256MB'")
         async with spare_connection(pool) as other:

@@ -46,7 +46,7 @@ async def night_started(conn: asyncpg.Connection, workflow_id: str) -> bool:
     import's transaction, after `lock_for_import`: the answer holds until it commits."""
     await lock_run(conn, workflow_id)
     return bool(await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM run_invoices WHERE workflow_id = $1)", workflow_id))
+        "SELECT recon_night_has_rows('run_invoices', $1)", workflow_id))
 
 
 async def stored_invoices(conn: asyncpg.Connection,

@@ -82,7 +82,7 @@ async def _match_lines(conn: asyncpg.Connection, pool: asyncpg.Pool, workflow_id
         " WHERE workflow_id = $1", workflow_id)
     await conn.execute(MATCH_SETTINGS)
     begun = await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM line_matches WHERE workflow_id = $1)", workflow_id)
+        "SELECT recon_night_has_rows('line_matches', $1)", workflow_id)
     if begun:
         await conn.execute(_MATCH_MISSING, workflow_id, business_date, low, high)
     else:
