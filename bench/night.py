@@ -257,8 +257,11 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
     # rows. Back to back, a freshly seeded night would have autovacuum's first pass over ~700 MB
     # of new rows, and its pass over the earlier nights' working rows, land in the middle of the
     # night it measures (seen on a month of history: step 8 of the 100k night at 14.9 s while
-    # autovacuum ran over seven working tables). Not counted in the night's time; what the
-    # measured night's own rows make autovacuum do during it still counts.
+    # autovacuum ran over seven working tables). Likewise the day's checkpoints (every 15 min) have
+    # written the last night's pages out; back to back, they would still be dirty in the buffers,
+    # and the measured night's backends would write them themselves to make room (docs/design.md
+    # §8). Not counted in the night's time; what the measured night's own rows make autovacuum and
+    # the checkpointer do during it still counts.
     started = time.perf_counter()
     await pool.execute(f"VACUUM (ANALYZE) {', '.join(MASTER_TABLES)}")
     await pool.execute("VACUUM")
