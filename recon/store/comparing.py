@@ -200,15 +200,18 @@ async def _weigh_lines(conn: asyncpg.Connection, workflow_id: str, business_date
     # 0.75 s of reading instead of 0.5 s, 2.9 s for the statement instead of 2.7 s). A small night
     # on a database of many is the opposite case (its few rows by index, never a table hashed
     # whole), so only from LANE_LINES lines, and only for this statement: step 6's duplicate check
-    # is built on probes (docs/design.md §8).
+    # is built on probes (docs/design.md §8). Its three inputs are read by their indexes on the
+    # workflow id: while the history is a few nights, the statistics make the night a large share
+    # of each table, and the planner scanned every night's rows to find it (+0.25 s a statement
+    # by the third 20k night, growing with each night until the share was small enough).
     large = await conn.fetchval(
         "SELECT lines >= $2 FROM lines_matched WHERE workflow_id = $1", workflow_id, LANE_LINES)
     if large:
-        await conn.execute("SET LOCAL enable_nestloop = off")
+        await conn.execute("SET LOCAL enable_nestloop = off; SET LOCAL enable_seqscan = off")
     await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days, warehouse,
                         supplier_id, after)
     if large:
-        await conn.execute("RESET enable_nestloop")
+        await conn.execute("RESET enable_nestloop; RESET enable_seqscan")
 
 
 async def _fingerprint(conn: asyncpg.Connection, workflow_id: str, business_date: date,

@@ -72,7 +72,9 @@ WHERE l.workflow_id = $1
 # mark existed) adds what is missing.
 _MATCH_MISSING = _MATCH + "ON CONFLICT DO NOTHING\n"
 
-MATCH_SETTINGS = "SET LOCAL work_mem = '256MB'"  # the range's hashes, in memory
+# The range's hashes in memory; the night's lines and the range's orders read by index, never a
+# scan of every night's lines (the statistics make a night a large share of a short history).
+MATCH_SETTINGS = "SET LOCAL work_mem = '256MB'; SET LOCAL enable_seqscan = off"
 
 
 async def _match_lines(conn: asyncpg.Connection, pool: asyncpg.Pool, workflow_id: str,
@@ -229,8 +231,10 @@ SELECT count(*) FROM snap
 # size; but its joins are estimated through the anti-join with the night's own snapshot rows, which
 # is empty on a first run while the statistics still describe an earlier night's, and on some
 # nights the planner then guessed one row and rescanned the receipts' aggregate once per PO line
-# (5.1-5.6 s instead of 0.15 s for a 10k night; bench/README.md).
-SNAPSHOT_SETTINGS = "SET LOCAL work_mem = '256MB'; SET LOCAL enable_nestloop = off"
+# (5.1-5.6 s instead of 0.15 s for a 10k night; bench/README.md). Its inputs are read by index, as
+# step 3's.
+SNAPSHOT_SETTINGS = ("SET LOCAL work_mem = '256MB'; SET LOCAL enable_nestloop = off;"
+                     " SET LOCAL enable_seqscan = off")
 
 
 async def snapshot_missing(conn: asyncpg.Connection, workflow_id: str, warehouse: str,
