@@ -4,7 +4,9 @@ without it would bring the 30,000-page sample back: this test names it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -24,6 +26,21 @@ async def test_every_working_column_samples_small(pool: asyncpg.Pool) -> None:
     assert not wide, "columns sampled at the default target: " + ", ".join(wide)
 
 
+@contextlib.asynccontextmanager
+async def scratch_line_matches(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
+    """A connection inside a transaction that is rolled back, with `line_matches` truncated in it
+    (a new, empty file: other tests' rows, live or dead, would move the planner's rows-per-page),
+    so only the rows a test writes are in the table its estimates come from."""
+    async with pool.acquire() as conn:
+        scratch = conn.transaction()
+        await scratch.start()
+        try:
+            await conn.execute("TRUNCATE line_matches")
+            yield conn
+        finally:
+            await scratch.rollback()
+
+
 async def _fill(conn: asyncpg.Connection, run: str, lines: int) -> None:
     await conn.execute(
         "INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku,"
@@ -35,25 +52,19 @@ async def test_a_night_is_still_estimated_by_its_rows(pool: asyncpg.Pool) -> Non
     """The small sample still tells a night's rows from the table's: the planner's estimate for
     one night's workflow id is near its count, not the whole table's or one row, whether the night
     is the table's most common value or one of the rest (the workflow id keeps one most common
-    value, migration 073: the rest share what it leaves). In a rolled-back transaction on the
-    table truncated inside it, so that only these nights are in it."""
+    value, migration 073: the rest share what it leaves). On a scratch table, so that only these
+    nights are in it."""
     big = "recon-2030-03-01-statistics"
-    async with pool.acquire() as conn:
-        scratch = conn.transaction()
-        await scratch.start()
-        try:
-            await conn.execute("TRUNCATE line_matches")
-            await _fill(conn, big, 12000)
-            for night in range(2, 6):
-                await _fill(conn, f"recon-2030-03-{night:02d}-statistics", 4000)
-            await conn.execute("ANALYZE line_matches")
-            for run, lines in ((big, 12000), ("recon-2030-03-03-statistics", 4000)):
-                plan = await conn.fetchval(
-                    "EXPLAIN (FORMAT JSON) SELECT * FROM line_matches WHERE workflow_id = $1", run)
-                estimated = json.loads(plan)[0]["Plan"]["Plan Rows"]
-                assert lines / 2 <= estimated <= lines * 2, (run, estimated)
-        finally:
-            await scratch.rollback()
+    async with scratch_line_matches(pool) as conn:
+        await _fill(conn, big, 12000)
+        for night in range(2, 6):
+            await _fill(conn, f"recon-2030-03-{night:02d}-statistics", 4000)
+        await conn.execute("ANALYZE line_matches")
+        for run, lines in ((big, 12000), ("recon-2030-03-03-statistics", 4000)):
+            plan = await conn.fetchval(
+                "EXPLAIN (FORMAT JSON) SELECT * FROM line_matches WHERE workflow_id = $1", run)
+            estimated = json.loads(plan)[0]["Plan"]["Plan Rows"]
+            assert lines / 2 <= estimated <= lines * 2, (run, estimated)
 
 
 def test_an_estimate_is_stale_only_when_far_off() -> None:
@@ -70,66 +81,47 @@ def test_an_estimate_is_stale_only_when_far_off() -> None:
 async def test_a_night_like_the_ones_before_is_not_analyzed_again(pool: asyncpg.Pool) -> None:
     """On statistics that already hold many nights, the planner expects a night it has never seen
     to hold one night's rows: the refresh leaves it alone (no 3,000-page sample, which a month of
-    history reads mostly from disk). A night ten times larger is analyzed. All in one transaction
-    rolled back, on a table truncated inside it (a new, empty file: other tests' rows, live or
-    dead, would move the planner's rows-per-page)."""
-    async with pool.acquire() as conn:
-        scratch = conn.transaction()
-        await scratch.start()
-        try:
-            await conn.execute("TRUNCATE line_matches")
-            for night in range(1, 16):
-                await _fill(conn, f"recon-2030-04-{night:02d}-statistics", 2000)
-            await conn.execute("ANALYZE line_matches")
+    history reads mostly from disk). A night ten times larger is analyzed. On a scratch table
+    (`scratch_line_matches`)."""
+    async with scratch_line_matches(pool) as conn:
+        for night in range(1, 16):
+            await _fill(conn, f"recon-2030-04-{night:02d}-statistics", 2000)
+        await conn.execute("ANALYZE line_matches")
 
-            like_the_ones_before = "recon-2030-04-16-statistics"
-            await _fill(conn, like_the_ones_before, 2000)
-            assert await refresh_statistics(conn, like_the_ones_before, "line_matches") == []
+        like_the_ones_before = "recon-2030-04-16-statistics"
+        await _fill(conn, like_the_ones_before, 2000)
+        assert await refresh_statistics(conn, like_the_ones_before, "line_matches") == []
 
-            bigger = "recon-2030-04-17-statistics"
-            await _fill(conn, bigger, 20_000)
-            assert await refresh_statistics(conn, bigger, "line_matches") == ["line_matches"]
-            # Now the statistics know it: asked again, there is nothing to do.
-            assert await refresh_statistics(conn, bigger, "line_matches") == []
-        finally:
-            await scratch.rollback()
+        bigger = "recon-2030-04-17-statistics"
+        await _fill(conn, bigger, 20_000)
+        assert await refresh_statistics(conn, bigger, "line_matches") == ["line_matches"]
+        # Now the statistics know it: asked again, there is nothing to do.
+        assert await refresh_statistics(conn, bigger, "line_matches") == []
 
 
 async def test_a_history_grown_past_its_statistics_is_counted_again(pool: asyncpg.Pool) -> None:
     """Statistics that counted four nights, on a table of twelve, expect a new night to hold three
     nights' rows: refreshed (the workflow id alone), after which the estimate is one night's."""
-    async with pool.acquire() as conn:
-        scratch = conn.transaction()
-        await scratch.start()
-        try:
-            await conn.execute("TRUNCATE line_matches")
-            for night in range(1, 5):
-                await _fill(conn, f"recon-2030-06-{night:02d}-statistics", 2000)
-            await conn.execute("ANALYZE line_matches")
-            for night in range(5, 13):
-                await _fill(conn, f"recon-2030-06-{night:02d}-statistics", 2000)
+    async with scratch_line_matches(pool) as conn:
+        for night in range(1, 5):
+            await _fill(conn, f"recon-2030-06-{night:02d}-statistics", 2000)
+        await conn.execute("ANALYZE line_matches")
+        for night in range(5, 13):
+            await _fill(conn, f"recon-2030-06-{night:02d}-statistics", 2000)
 
-            grown = "recon-2030-06-13-statistics"
-            await _fill(conn, grown, 2000)
-            assert await refresh_statistics(conn, grown, "line_matches") == ["line_matches"]
-            assert await refresh_statistics(conn, grown, "line_matches") == []
-        finally:
-            await scratch.rollback()
+        grown = "recon-2030-06-13-statistics"
+        await _fill(conn, grown, 2000)
+        assert await refresh_statistics(conn, grown, "line_matches") == ["line_matches"]
+        assert await refresh_statistics(conn, grown, "line_matches") == []
 
 
 async def test_a_first_night_is_analyzed(pool: asyncpg.Pool) -> None:
     """Statistics that have never seen a night estimate one row for it: refreshed."""
-    async with pool.acquire() as conn:
-        scratch = conn.transaction()
-        await scratch.start()
-        try:
-            await conn.execute("TRUNCATE line_matches")
-            await conn.execute("ANALYZE line_matches")
-            first = "recon-2030-05-01-statistics"
-            await _fill(conn, first, 3000)
-            assert await refresh_statistics(conn, first, "line_matches") == ["line_matches"]
-        finally:
-            await scratch.rollback()
+    async with scratch_line_matches(pool) as conn:
+        await conn.execute("ANALYZE line_matches")
+        first = "recon-2030-05-01-statistics"
+        await _fill(conn, first, 3000)
+        assert await refresh_statistics(conn, first, "line_matches") == ["line_matches"]
 
 
 async def test_only_working_tables_are_refreshed(pool: asyncpg.Pool) -> None:
