@@ -428,14 +428,17 @@ def show_history(history: list[Night]) -> None:
     print(f"\nhistory: {len(history)} nights of {history[0].invoices:,} invoices before the "
           f"measured night(s)")
     names = _order({name for n in history for name in n.history.steps})
+    # The CPU of each process over the whole run says which of them a dearer night spent it in.
     print(f"  {'night':<10}{'run s':>8}{'plain s':>8}{'ratio':>6}  "
-          + "".join(f"{name[:7]:>8}" for name in names) + "  counts")
+          + "".join(f"{name[:7]:>8}" for name in names)
+          + f"{'cpu py':>8}{'cpu tmp':>8}{'cpu pg':>8}  counts")
     for n in history:
         verdict = "OK" if n.ok else "MISMATCH"
         walls = "".join(f"{n.history.steps[name].wall if name in n.history.steps else float('nan'):>8.2f}"
                         for name in names)
-        print(f"  {n.day:<10}{n.run_seconds:>8.2f}{n.plain.seconds:>8.2f}{n.ratio:>6.1f}  {walls}  "
-              f"{verdict}")
+        cpu = "".join(f"{c:>8.2f}" for c in n.cpu.between(n.run_started, n.run_ended))
+        print(f"  {n.day:<10}{n.run_seconds:>8.2f}{n.plain.seconds:>8.2f}{n.ratio:>6.1f}  {walls}"
+              f"{cpu}  {verdict}")
     first, last = history[0].run_seconds, history[-1].run_seconds
     print(f"  history seconds: {', '.join(f'{n.run_seconds:.2f}' for n in history)}")
     print(f"last vs first night: {(last - first) / first:+.0%} ({first:.2f} s -> {last:.2f} s)")
