@@ -23,16 +23,16 @@ history and Postgres and prints:
     every row the run wrote into scratch tables) and `night/plain ratio: X.X`, run wall / plain.
 
 With R > 1 it also prints the median of every number over the R nights. With --history K it first
-runs K earlier nights of --history-invoices (default 10,000) on the same database, then the
-measured night(s) on top, and prints each history night's seconds and `last vs first night: +x%`
-(a year of nights must not make a night dearer), and with ten or more, the same of the medians of
-the first and last five nights. The nights run with RECON_RECEIPT_GRACE_DAYS=0
-unless set: every seeded short delivery is then claimed on its own night, so each night's counts
-are checked as before. The debit-note gate is
-opened wide for the bench so a run never waits for a person; if one hands over anyway the bench
-stops with the note. With --keep DIR the stack's data stays in DIR: start Postgres on it again
-(`recon.runtime.embedded.EmbeddedPostgres(Path(DIR)).start()`) to read the night's rows or EXPLAIN its
-statements; a rerun with the same --keep DIR adds its nights after the latest one there.
+runs K earlier nights of --history-invoices (default 10,000) on the same database, then the measured
+night(s) on top, and prints each history night's seconds and `last vs first night: +x%` (a year of
+nights must not make a night dearer), and with ten or more, the same of the medians of the first and
+last five nights and of the least-squares line through every night. The nights run with
+RECON_RECEIPT_GRACE_DAYS=0 unless set: every seeded short delivery is then claimed on its own night,
+so each night's counts are checked as before. The debit-note gate is opened wide for the bench so a
+run never waits for a person; if one hands over anyway the bench stops with the note. With --keep
+DIR the stack's data stays in DIR: start Postgres on it again
+(`recon.runtime.embedded.EmbeddedPostgres(Path(DIR)).start()`) to read the night's rows or EXPLAIN
+its statements; a rerun with the same --keep DIR adds its nights after the latest one there.
 """
 
 from __future__ import annotations
@@ -449,6 +449,17 @@ def show_history(history: list[Night]) -> None:
         tail = statistics.median(n.run_seconds for n in history[-EDGE_NIGHTS:])
         print(f"last {EDGE_NIGHTS} vs first {EDGE_NIGHTS} nights (medians): "
               f"{(tail - head) / head:+.0%} ({head:.2f} s -> {tail:.2f} s)")
+        # Every night counts in the fitted line, so one busy moment at either end moves it least.
+        first_fit, last_fit = fitted_ends([n.run_seconds for n in history])
+        print(f"fitted line, last vs first night: {(last_fit - first_fit) / first_fit:+.0%} "
+              f"({first_fit:.2f} s -> {last_fit:.2f} s, least squares over all "
+              f"{len(history)} nights)")
+
+
+def fitted_ends(seconds: list[float]) -> tuple[float, float]:
+    """The first and last night's seconds on the least-squares line through all of them."""
+    slope, intercept = statistics.linear_regression(range(len(seconds)), seconds)
+    return intercept, intercept + slope * (len(seconds) - 1)
 
 
 async def _first_free_date(pool) -> date:
