@@ -198,6 +198,7 @@ class Night:
     run_ended: float
     plain: Plain
     workers: int
+    blocks: int  # Postgres blocks read or hit during the run (pg_stat_database)
 
     @property
     def ratio(self) -> float:
@@ -266,6 +267,7 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
     await pool.execute(f"VACUUM (ANALYZE) {', '.join(MASTER_TABLES)}")
     await pool.execute("VACUUM")
     await pool.execute("CHECKPOINT")
+    blocks_before = await database_blocks(pool)
     print(f"  {day}: tables vacuumed, master data analyzed in {time.perf_counter() - started:.1f} s "
           "(as a production database is at the start of a night)", flush=True)
 
@@ -298,6 +300,7 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
                 watcher.cancel()
             run_seconds = time.perf_counter() - started
             run_ended = time.time()
+    blocks = await database_blocks(pool) - blocks_before  # the worker's backends have exited
     print(f"  {day}: run {result.status} in {run_seconds:.1f} s ({result.invoices:,} invoices, "
           f"{result.parked:,} parked, {result.mismatches:,} mismatches, "
           f"{rupees(result.adjustment_total_paise)} adjusted, "
@@ -306,7 +309,24 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
     counts = dict(await pool.fetchrow(_COUNTS, handle.id))
     plain = await plain_cost(pool, handle.id)
     return Night(day, invoices, mismatches, seed_seconds, run_seconds, history, counts, sampler,
-                 run_started, run_ended, plain, workers)
+                 run_started, run_ended, plain, workers, blocks)
+
+
+async def database_blocks(pool) -> int:
+    """Blocks every backend has read or found in the buffers so far (`pg_stat_database`): the
+    night's Postgres work in a unit no other load on the machine changes. A backend reports its
+    counts when it is idle, at most once a second, or when it exits; the bench's own connections
+    are made to report theirs first (the seed's and the vacuum's blocks are not the night's)."""
+    conns = [await pool.acquire() for _ in range(pool.get_size())]
+    try:
+        for conn in conns:
+            await conn.execute("SELECT pg_stat_force_next_flush()")
+            await conn.execute("SELECT 1")
+        return int(await conns[0].fetchval(
+            "SELECT blks_hit + blks_read FROM pg_stat_database WHERE datname = current_database()"))
+    finally:
+        for conn in conns:
+            await pool.release(conn)
 
 
 @contextlib.asynccontextmanager
@@ -363,6 +383,7 @@ def show_night(n: Night) -> None:
     print(f"  invoices                 {n.invoices:>12,}")
     print(f"  seed seconds             {n.seed_seconds:>12.2f}")
     print(f"  run seconds (wall)       {n.run_seconds:>12.2f}")
+    print(f"  postgres blocks          {n.blocks:>12,}  (read or hit during the run)")
     print(f"  invoices per second      {n.per_second:>12,.1f}")
     workers = "1 in the bench process" if n.workers == 0 else f"{n.workers} processes"
     print(f"  workers                  {workers:>12}")
@@ -431,14 +452,14 @@ def show_history(history: list[Night]) -> None:
     # The CPU of each process over the whole run says which of them a dearer night spent it in.
     print(f"  {'night':<10}{'run s':>8}{'plain s':>8}{'ratio':>6}  "
           + "".join(f"{name[:7]:>8}" for name in names)
-          + f"{'cpu py':>8}{'cpu tmp':>8}{'cpu pg':>8}  counts")
+          + f"{'cpu py':>8}{'cpu tmp':>8}{'cpu pg':>8}{'pg kblk':>8}  counts")
     for n in history:
         verdict = "OK" if n.ok else "MISMATCH"
         walls = "".join(f"{n.history.steps[name].wall if name in n.history.steps else float('nan'):>8.2f}"
                         for name in names)
         cpu = "".join(f"{c:>8.2f}" for c in n.cpu.between(n.run_started, n.run_ended))
         print(f"  {n.day:<10}{n.run_seconds:>8.2f}{n.plain.seconds:>8.2f}{n.ratio:>6.1f}  {walls}"
-              f"{cpu}  {verdict}")
+              f"{cpu}{n.blocks / 1000:>8.0f}  {verdict}")
     first, last = history[0].run_seconds, history[-1].run_seconds
     print(f"  history seconds: {', '.join(f'{n.run_seconds:.2f}' for n in history)}")
     print(f"last vs first night: {(last - first) / first:+.0%} ({first:.2f} s -> {last:.2f} s)")
@@ -454,6 +475,10 @@ def show_history(history: list[Night]) -> None:
         print(f"fitted line, last vs first night: {(last_fit - first_fit) / first_fit:+.0%} "
               f"({first_fit:.2f} s -> {last_fit:.2f} s, least squares over all "
               f"{len(history)} nights)")
+        # Seconds swing with the machine; the blocks a night reads do not.
+        first_fit, last_fit = fitted_ends([n.blocks for n in history])
+        print(f"Postgres blocks a night, fitted line, last vs first: "
+              f"{(last_fit - first_fit) / first_fit:+.0%} ({first_fit:,.0f} -> {last_fit:,.0f})")
 
 
 def fitted_ends(seconds: list[float]) -> tuple[float, float]:
