@@ -481,10 +481,11 @@ def show_history(history: list[Night]) -> None:
               f"{(last_fit - first_fit) / first_fit:+.0%} ({first_fit:,.0f} -> {last_fit:,.0f})")
 
 
-def fitted_ends(seconds: list[float]) -> tuple[float, float]:
-    """The first and last night's seconds on the least-squares line through all of them."""
-    slope, intercept = statistics.linear_regression(range(len(seconds)), seconds)
-    return intercept, intercept + slope * (len(seconds) - 1)
+def fitted_ends(nightly: list[float]) -> tuple[float, float]:
+    """The first and last night's values (seconds, blocks) on the least-squares line through
+    all of them."""
+    slope, intercept = statistics.linear_regression(range(len(nightly)), nightly)
+    return intercept, intercept + slope * (len(nightly) - 1)
 
 
 async def _first_free_date(pool) -> date:
