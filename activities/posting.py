@@ -25,7 +25,6 @@ from activities.step import business_step, last_progress
 from recon.domain.keys import fence_scope
 from recon.domain.models import PostInput, PostResult
 from recon.store import acceptances
-from recon.store.comparing import last_comparison_seq
 from recon.store.generations import current_generation
 from recon.store.ledger import (
     LedgerEntry,
@@ -37,6 +36,7 @@ from recon.store.ledger import (
 )
 from recon.store.statistics import BULK_ROWS
 from recon.store.stock import RangeMoved, move_reconciled_range, verify_movements
+from recon.store.weighing import last_comparison_seq
 
 LEDGER_STEP = "post_adjustments"
 STOCK_STEP = "update_stock"

@@ -6,37 +6,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from activities.approvals import ApprovalActivities
-from activities.extract_lines import ExtractionActivities
-from activities.handover import HandoverActivities
+from activities.decisions import DecisionActivities
+from activities.extraction import ExtractionActivities
+from activities.handovers import HandoverActivities
+from activities.invoices import InvoiceActivities
+from activities.matching import MatchingActivities
 from activities.messages import MessageActivities
 from activities.posting import PostingActivities
-from activities.reading import ReadingActivities
 from activities.requests import RequestActivities
 from activities.resources import Resources
-from activities.schedule import ScheduleActivities
+from activities.schedules import ScheduleActivities
 from activities.undo import UndoActivities
+from activities.weighing import WeighingActivities
 
 
 def activities_for(resources: Resources) -> list[Callable[..., Any]]:
     """The bound activity methods, in step order, then the handover, undo and schedule rooms."""
-    reading = ReadingActivities(resources)
+    invoices = InvoiceActivities(resources)
+    matching = MatchingActivities(resources)
+    weighing = WeighingActivities(resources)
     extraction = ExtractionActivities(resources)
     posting = PostingActivities(resources)
     messages = MessageActivities(resources)
     handover = HandoverActivities(resources)
     undo = UndoActivities(resources)
     schedule = ScheduleActivities(resources)
-    approvals = ApprovalActivities(resources)
+    decisions = DecisionActivities(resources)
     requests = RequestActivities(resources)
     return [
-        reading.fetch_invoices,
+        invoices.fetch_invoices,
         extraction.extract_lines,
-        reading.match_orders,
-        reading.read_stock,
-        reading.compare_quantities,
-        reading.flag_mismatches,
-        reading.weigh_again,
+        matching.match_orders,
+        matching.read_stock,
+        weighing.compare_quantities,
+        weighing.flag_mismatches,
+        weighing.weigh_again,
         posting.post_adjustments,
         posting.update_stock,
         messages.send_debit_notes,
@@ -46,7 +50,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
         handover.send_reminder,
         handover.check_evidence,
         handover.park_invoices,
-        approvals.check_decision,
+        decisions.check_decision,
         requests.check_signed_request,
         undo.open_next_generation,
         undo.withdraw_debit_notes,

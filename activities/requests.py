@@ -26,7 +26,7 @@ from recon.domain.requests import (
     spend_target,
 )
 from recon.domain.signing import verifies
-from recon.store import approvers, signed_requests
+from recon.store import approvers, requests
 
 
 class RequestActivities(Room):
@@ -37,7 +37,7 @@ class RequestActivities(Room):
     async def check_signed_request(self, check: RequestCheck) -> RequestVerdict:
         verdict = await self._verdict(check)
         if verdict.refused:
-            await signed_requests.record_refusal(
+            await requests.record_refusal(
                 self.pool, check_id=check.check_id, purpose=check.purpose, run=check.run,
                 target=check.target, tried_by=check.by, signer=verdict.approver or None,
                 stake_paise=verdict.stake_paise or None, reason=verdict.refused,
@@ -54,9 +54,9 @@ class RequestActivities(Room):
             reason=c.reason, by=c.by, signed_at=c.signed_at), c.signature)
         stake = 0
         if verified:
-            stake = await (signed_requests.undo_stake(pool, c.run, c.supplier_id, c.references)
+            stake = await (requests.undo_stake(pool, c.run, c.supplier_id, c.references)
                            if c.purpose == UNDO
-                           else signed_requests.redo_stake(pool, c.run, c.supplier_id))
+                           else requests.redo_stake(pool, c.run, c.supplier_id))
         verdict = judge(c.purpose, by=c.by, signer=person, verified=verified,
                         signed_at=c.signed_at, signature=c.signature,
                         received_at=datetime.fromisoformat(c.received_at),
@@ -66,7 +66,7 @@ class RequestActivities(Room):
             return verdict
         digest = signature_digest(c.signature)
         assert digest is not None  # it verified
-        used = await signed_requests.spend(
+        used = await requests.spend(
             pool, digest, purpose=c.purpose, run=c.run,
             target=spend_target(c.target, c.execution, ""), signer=verdict.approver)
         if used:

@@ -21,8 +21,8 @@ from recon.runtime import failpoints
 from recon.store import acceptances, generations
 from recon.store.ledger import LedgerEntry, post_entries
 from recon.store.outbox import Message, enqueue
-from recon.store.reversals import Scope, plan_undo, reversed_paise
 from recon.store.stock import StockMovement, move_stock
+from recon.store.undo import Scope, plan_undo, reversed_paise
 
 T = TypeVar("T")
 

@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from recon.documents.seed import seed_night  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 
 DAY = "2031-03-03"
 QUEUE = "cli-exit-bench-nobody-polls"

@@ -32,10 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from activities.approvals import ApprovalActivities  # noqa: E402
+from activities.decisions import DecisionActivities  # noqa: E402
 from activities.resources import Resources  # noqa: E402
-from recon.documents.seed import seed_night  # noqa: E402
-from recon.domain.approvals import DecisionCheck, canonical_decision  # noqa: E402
+from recon.domain.decisions import DecisionCheck, canonical_decision  # noqa: E402
 from recon.domain.signing import raw_public, verifies  # noqa: E402
 from recon.ops.approvers import ensure_tool_approver, load_key, signed_decision  # noqa: E402
 from recon.runtime.config import load_settings  # noqa: E402
@@ -43,6 +42,7 @@ from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_por
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store import approvers  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 
 DAY, WAREHOUSE, QUEUE = "2031-04-04", "bench", "decision-check-bench"
 
@@ -88,7 +88,7 @@ async def main(args: argparse.Namespace) -> None:
         wf = handle.id
 
         # 1. the check, as the activity runs it
-        room = ApprovalActivities(Resources(pool=pool, extractor=None, settings=settings))
+        room = DecisionActivities(Resources(pool=pool, extractor=None, settings=settings))
         checks = []
         for n in range(args.checks):
             d = await signed_decision(pool, key, run=wf, handover_no=1, decision="resume",

@@ -17,8 +17,8 @@ import time
 from recon.documents.extraction.evidence import disagreement
 from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import UnreadableInvoice
-from recon.documents.seed import night_chunks
-from recon.documents.seed_plan import plan_night
+from recon.tools.seed import night_chunks
+from recon.tools.seed_plan import plan_night
 
 
 def main() -> None:

@@ -35,16 +35,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from recon.documents.extraction.document_reader import DocumentReader, owns  # noqa: E402
 from recon.documents.extraction.offline_extractor import OfflineExtractor  # noqa: E402
-from recon.documents.formats import cii_writer, facturx, gst_writer, ubl_writer  # noqa: E402
+from recon.documents.formats import facturx  # noqa: E402
 from recon.documents.formats.detect import read_file  # noqa: E402
 from recon.documents.formats.pdf_text import write_text_pdf  # noqa: E402
 from recon.documents.importer import import_directory  # noqa: E402
 from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render  # noqa: E402
-from recon.documents.seed_formats import seller_of, supplier_id_rows  # noqa: E402
-from recon.documents.seed_plan import plan_night  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres  # noqa: E402
 from recon.store import seeding, supplier_ids  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools import cii_writer, gst_writer, ubl_writer  # noqa: E402
+from recon.tools.seed_formats import seller_of, supplier_id_rows  # noqa: E402
+from recon.tools.seed_plan import plan_night  # noqa: E402
 
 FORMATS = ("text", "ubl", "gst", "gst-signed", "cii", "facturx", "pdf")
 DAY = "2026-10-13"

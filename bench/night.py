@@ -5,7 +5,7 @@
 
 Starts its own embedded Temporal dev server (in memory, free ports) and embedded PostgreSQL in a
 temporary directory, applies the migrations, and for each of R nights (different dates, one stack):
-seeds the night with `recon.documents.seed.seed_night`, vacuums the database and analyzes the master
+seeds the night with `recon.tools.seed.seed_night`, vacuums the database and analyzes the master
 data (a production night starts on settled tables; not counted), starts a real worker in this process on
 a task queue of its own (or, with --workers W, W `recon worker` processes sharing that queue),
 starts the run with `starter.start_night` and waits for its result. Then it reads the run's event
@@ -68,7 +68,6 @@ from temporalio.common import SearchAttributeKey  # noqa: E402
 
 from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa: E402
 from bench.plain import Plain, plain_cost  # noqa: E402
-from recon.documents.seed import seed_night  # noqa: E402
 from recon.domain.keys import workflow_id_for  # noqa: E402
 from recon.domain.money import rupees  # noqa: E402
 from recon.domain.steps import STEPS  # noqa: E402
@@ -78,6 +77,7 @@ from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.keyring import keyring_env  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 
 WAREHOUSE = "ldh"
 FIRST_DATE = date(2031, 1, 1)

@@ -42,12 +42,12 @@ sys.path.insert(0, str(ROOT))
 from temporalio.api.enums.v1 import EventType  # noqa: E402
 from temporalio.client import WorkflowHandle  # noqa: E402
 
-from recon.documents.seed import seed_night  # noqa: E402
 from recon.runtime.config import MAX_PAISE  # noqa: E402
 from recon.runtime.devstack import RunningStack, embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 
 DAY = "2031-03-01"
 BATCH = 5

@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT))
 
 from activities.requests import RequestActivities  # noqa: E402
 from activities.resources import Resources  # noqa: E402
-from recon.documents.seed import seed_night  # noqa: E402
 from recon.domain.models import UndoRequest  # noqa: E402
 from recon.domain.requests import UNDO, RequestCheck, canonical_request  # noqa: E402
 from recon.domain.signing import raw_public, verifies  # noqa: E402
@@ -42,6 +41,7 @@ from recon.runtime.config import load_settings  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 
 DAY, WAREHOUSE, QUEUE = "2031-04-05", "bench", "request-check-bench"
 

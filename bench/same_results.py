@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from recon.documents.seed import seed_night  # noqa: E402
 from recon.runtime.config import MAX_PAISE  # noqa: E402
 from recon.runtime.devstack import embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 
 DAY, WAREHOUSE = "2031-01-01", "ldh"
 

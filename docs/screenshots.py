@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recon.documents.seed import seed_night  # noqa: E402
 from recon.runtime.config import load_settings  # noqa: E402
 from recon.runtime.devstack import embedded_stack, prepare_database  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
 from recon.runtime.keyring import new_key_line, parse_keyring  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 DAY, WAREHOUSE = "2026-10-13", "ldh"

@@ -15,7 +15,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.extract_lines import ExtractionActivities
+    from activities.extraction import ExtractionActivities
     from recon.domain import steps
     from recon.domain.models import Count, ExtractBatch, Progress
     from workflows import display

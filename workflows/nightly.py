@@ -15,10 +15,12 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.handover import HandoverActivities
+    from activities.handovers import HandoverActivities
+    from activities.invoices import InvoiceActivities
+    from activities.matching import MatchingActivities
     from activities.messages import MessageActivities
     from activities.posting import PostingActivities
-    from activities.reading import ReadingActivities
+    from activities.weighing import WeighingActivities
     from recon.domain import steps
     from recon.domain.errors import UndoRequested
     from recon.domain.labels import RunStatus
@@ -39,8 +41,8 @@ with workflow.unsafe.imports_passed_through():
         StepInput,
     )
     from recon.domain.requests import REDO
-    from workflows import console, display, handing_over
-    from workflows.decision_desk import SIGNED_DECISIONS, DecisionDesk
+    from workflows import console, decisions, display
+    from workflows.decisions import SIGNED_DECISIONS, DecisionDesk
     from workflows.extraction import extract_all
     from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
     from workflows.requests import SIGNED_REQUESTS, checked_signer
@@ -85,13 +87,13 @@ class NightlyReconciliation:
         return self._desk.ignored
 
     def _why_not(self, d: Decision) -> str | None:
-        return handing_over.why_not(d, self._handover, self._decision, self._decided,
+        return decisions.why_not(d, self._handover, self._decision, self._decided,
                                     workflow.info().workflow_id)
 
     @workflow.update
     async def decide(self, d: Decision) -> str:
         """A signed decision: checked against the approvers in Postgres before it is taken
-        (workflows/decision_desk.py); a refusal fails the Update in one line."""
+        (workflows/decisions.py); a refusal fails the Update in one line."""
         if not workflow.patched(SIGNED_DECISIONS):  # recorded before decisions were signed
             self._decision = d
             pending = self._handover.handover_no if self._handover else 0
@@ -159,7 +161,7 @@ class NightlyReconciliation:
         elif workflow.patched(REDO_WEIGHS_AGAIN):
             # The undo opened quantities: weigh what is open now (steps 4-6 in the redo's scope).
             await self._step(steps.COMPARE_QUANTITIES.name,
-                             lambda: self._act(ReadingActivities.weigh_again, post))
+                             lambda: self._act(WeighingActivities.weigh_again, post))
         outbox = OutboxInput(
             workflow_id=wf, business_date=req.business_date, warehouse=req.warehouse,
             supplier_id=req.redo_supplier,
@@ -200,11 +202,11 @@ class NightlyReconciliation:
                                warehouse=req.warehouse)
         p = self._progress
         read_activities = {
-            steps.FETCH_INVOICES.name: ReadingActivities.fetch_invoices,
-            steps.MATCH_ORDERS.name: ReadingActivities.match_orders,
-            steps.READ_STOCK.name: ReadingActivities.read_stock,
-            steps.COMPARE_QUANTITIES.name: ReadingActivities.compare_quantities,
-            steps.FLAG_MISMATCHES.name: ReadingActivities.flag_mismatches,
+            steps.FETCH_INVOICES.name: InvoiceActivities.fetch_invoices,
+            steps.MATCH_ORDERS.name: MatchingActivities.match_orders,
+            steps.READ_STOCK.name: MatchingActivities.read_stock,
+            steps.COMPARE_QUANTITIES.name: WeighingActivities.compare_quantities,
+            steps.FLAG_MISMATCHES.name: WeighingActivities.flag_mismatches,
         }
         for step in steps.READ_AND_COMPARE:
             if step is steps.EXTRACT_LINES:  # many activities in waves, not one
@@ -261,7 +263,7 @@ class NightlyReconciliation:
                 return True
             decision = await self._hand_over(
                 name, None, error_type="UnclearEvidence", message="; ".join(verdict.reasons),
-                next_action=handing_over.GATE_NEXT_ACTION,
+                next_action=decisions.GATE_NEXT_ACTION,
             )
             if decision.decision == "undo":
                 raise UndoRequested(decision)
@@ -276,13 +278,13 @@ class NightlyReconciliation:
         message: str = "", next_action: str = "",
     ) -> RecordedDecision:
         if err is not None:
-            error_type, message, next_action = handing_over.describe_failure(step, err)
+            error_type, message, next_action = decisions.describe_failure(step, err)
         self._progress.handovers += 1
         number = self._progress.handovers
         self._handover = await self._act(HandoverActivities.record_handover, HandoverRequest(
             workflow_id=workflow.info().workflow_id, posted_for=self._wf, handover_no=number,
             step=step, error_type=error_type or "Unknown", error_message=message[:4000],
-            attempts=handing_over.attempts_of(err), next_action=next_action,
+            attempts=decisions.attempts_of(err), next_action=next_action,
         ))
         self._decision = None
         self._desk.new_handover()
@@ -293,7 +295,7 @@ class NightlyReconciliation:
         while True:
             try:
                 await workflow.wait_condition(
-                    lambda: self._decision is not None, timeout=handing_over.until_next_morning(
+                    lambda: self._decision is not None, timeout=decisions.until_next_morning(
                         workflow.now(), self._req.reminder_utc_time)
                 )
                 break

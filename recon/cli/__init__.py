@@ -1,8 +1,8 @@
 """The `recon` command. Every command gives one clear line and a non-zero exit on bad input, a
 missing server or an unknown run; no traceback for a user mistake.
 
-One module per command group (stack, data, load, runs, decisions; schedules in recon/cli/schedules.py),
-the shared checks and the pool/client lifetimes in `common`. The commands are registered here,
+One module per command group (stack, data, load, runs, decisions, undo, approvers, mail, schedules,
+codec; `intake_report` prints what `import` read), the shared checks and the pool/client lifetimes in `common`. The commands are registered here,
 in the order `recon --help` lists them.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from recon.cli import approvers, codec, data, decisions, load, runs, schedules, stack
+from recon.cli import approvers, codec, data, decisions, load, mail, runs, schedules, stack, undo
 from recon.cli.common import err, one_line
 
 app = typer.Typer(
@@ -37,9 +37,9 @@ app.command()(decisions.handovers)
 app.command()(decisions.handover)
 app.command()(decisions.approve)
 app.add_typer(approvers.app, name="approvers")
-app.command()(decisions.redo)
-app.command()(decisions.mail)
-app.command()(decisions.undo)
+app.command()(undo.redo)
+app.add_typer(mail.app, name="mail")
+app.command()(undo.undo)
 app.command()(stack.chaos)
 app.command("codec-server")(codec.codec_server)
 app.add_typer(schedules.app, name="schedule")

@@ -44,12 +44,12 @@ def seed(
 ) -> None:
     """Create a deterministic, realistic night of invoices, orders and receipts (or a month of
     them with --nights)."""
-    from recon.documents.seed import seed_night
+    from recon.tools.seed import seed_night
 
     day, wh = business_date(date_), warehouse_code(warehouse)
     if mismatches > invoices:
         raise Refused(f"--mismatches {mismatches} is more than --invoices {invoices}")
-    from recon.documents.seed_formats import SEED_FORMATS
+    from recon.tools.seed_formats import SEED_FORMATS
 
     if format_ not in SEED_FORMATS:
         raise Refused(f"--format must be one of {', '.join(SEED_FORMATS)}, got {format_!r}")
@@ -72,8 +72,8 @@ def seed(
 def _seed_month(day: str, wh: str, nights: int, invoices: int, mismatches: int, seed: int,
                 fmt: str) -> None:
     """`recon seed --nights N`: a line for the month, then one per night with what it must do."""
-    from recon.documents.seed import seed_month
-    from recon.documents.seed_months import check_month, grace_days_of
+    from recon.tools.seed import seed_month
+    from recon.tools.seed_months import check_month, grace_days_of
 
     grace = grace_days_of(load_settings())
     check_month(day, nights, invoices, grace)

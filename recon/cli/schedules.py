@@ -61,7 +61,7 @@ def create(
     paused: Annotated[bool, typer.Option("--paused", help="Create it paused.")] = False,
 ) -> None:
     """Start each night's run at AT local time, as recon-{date}-{warehouse}."""
-    from recon.domain.calendar import clock, zone
+    from recon.domain.schedules import clock, zone
 
     wh, window, _, _ = warehouse_code(warehouse), parse_window(catchup), clock(at), zone(tz)
     settings = load_settings()

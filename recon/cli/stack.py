@@ -132,15 +132,15 @@ def chaos(
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
                      business_date=business_date(date_), timeout=timeout, documents=format_,
                      nights=nights)
-    from recon.documents.seed import plan_night
-    from recon.documents.seed_formats import SEED_FORMATS
+    from recon.tools.seed import plan_night
+    from recon.tools.seed_formats import SEED_FORMATS
 
     if format_ not in SEED_FORMATS:
         raise Refused(f"--format must be one of {', '.join(SEED_FORMATS)}, got {format_!r}")
 
     plan_night(plan.business_date, "chaos", plan.invoices, plan.mismatches, plan.seed)  # bad input
     if nights > 1:
-        from recon.documents.seed_months import check_month
+        from recon.tools.seed_months import check_month
 
         check_month(plan.business_date, nights, invoices, 0)
     # soft_wrap: each fault and the verdict stay one line however long, also when piped.

@@ -1,6 +1,6 @@
 """The money rules of the cumulative three-way match (docs/design.md §12), as the worker's
 policy: how long a bill ahead of its goods is held, and how far an invoice price may stray from
-the PO price before it is an adjustment. Pure values; recon/store/comparing.py applies them."""
+the PO price before it is an adjustment. Pure values; recon/store/weighing.py applies them."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ class Decision(BaseModel):
     handover_no: int = 0
     # Go on without these invoices: parked with who and why, left out of ledger, stock and notes.
     park: list[str] = Field(default_factory=list)
-    # The approver's Ed25519 signature (base64) of recon.domain.approvals.canonical_decision,
+    # The approver's Ed25519 signature (base64) of recon.domain.decisions.canonical_decision,
     # made at `signed_at`; `by` is the name of the key's owner (docs/design.md §3).
     signed_at: str = ""
     signature: str = ""

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from recon.domain.approvals import staleness
+from recon.domain.decisions import staleness
 from recon.domain.money import rupees
 
 UNDO = "recon-undo/1"

@@ -21,7 +21,7 @@ import aiosmtplib
 import asyncpg
 
 from recon.mail.documents import claim_number, withdrawal_number
-from recon.store import mail_handovers
+from recon.store import bounces
 from recon.store.outbox import Message, enqueue
 
 SUPPLIER_FACING = ("debit-note", "withdrawal")
@@ -79,7 +79,7 @@ async def open_delivery_handover(conn: asyncpg.Connection, row: asyncpg.Record, 
         f"or, if the supplier was told another way, `recon mail dismiss {row['key']} --by NAME "
         "--note WHY`.\n"
     )
-    handover_id = await mail_handovers.open_handover(conn, row["key"], row["workflow_id"], reply,
+    handover_id = await bounces.open_handover(conn, row["key"], row["workflow_id"], reply,
                                                      note)
     if handover_id is None:
         return None

@@ -22,7 +22,7 @@ from pathlib import Path
 import asyncpg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from recon.domain.approvals import MAX_BY, canonical_decision, signing_time
+from recon.domain.decisions import MAX_BY, canonical_decision, signing_time
 from recon.domain.errors import DecisionRefused, Refused
 from recon.domain.models import Decision
 from recon.domain.money import rupees

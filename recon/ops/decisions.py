@@ -3,7 +3,7 @@
 The decision names the handover it answers and travels as a Temporal Update. The workflow's
 validator refuses anything but a well-formed answer to the pending handover; its handler then
 has the signature, the approver's limit, four eyes and the park list checked in Postgres
-(activities/approvals.py) before it acts, the same for every client: this command, the Web UI,
+(activities/decisions.py) before it acts, the same for every client: this command, the Web UI,
 or a bare `temporal workflow update execute`.
 """
 
@@ -17,8 +17,9 @@ from recon.domain.errors import DecisionRefused
 from recon.domain.models import Decision
 from recon.domain.printable import printable
 from recon.domain.requests import WHAT
-from recon.store import handovers, signed_requests
-from recon.store.approvers import refusals_of
+from recon.store import handovers
+from recon.store import requests as request_store
+from recon.store.decisions import refusals_of
 
 
 async def park_refs(pool: asyncpg.Pool, workflow_id: str, names: list[str]) -> list[str]:
@@ -65,10 +66,10 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
     ignored = memo.get("ignored_decisions") or []
     ignored = ignored if isinstance(ignored, list) else []
     refused = await refusals_of(pool, workflow_id)
-    from recon.store.mail_handovers import handovers_of
+    from recon.store.bounces import handovers_of
 
     mail_rows = await handovers_of(pool, workflow_id)
-    requests = await signed_requests.refusals_of(pool, workflow_id)  # undo, redo, mail answers
+    requests = await request_store.refusals_of(pool, workflow_id)  # undo, redo, mail answers
     if not rows and not ignored and not mail_rows and not refused and not requests:
         raise DecisionRefused(f"run {workflow_id} has no handover")
     lines: list[str] = []

@@ -19,7 +19,7 @@ from recon.domain.errors import RedoRefused, UnknownRun
 from recon.domain.keys import UNDO_WORKFLOW_PREFIX, companions_of, night_of, redo_workflow_id
 from recon.domain.requests import SignedRequest
 from recon.runtime.config import Settings
-from recon.store.reversals import supplier_in_night, to_redo
+from recon.store.undo import supplier_in_night, to_redo
 
 
 async def _run_status(client: Client, run: str) -> WorkflowExecutionStatus | None:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import asyncpg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from recon.domain.approvals import signing_time
+from recon.domain.decisions import signing_time
 from recon.domain.errors import Refused
 from recon.domain.requests import SignedRequest, canonical_mail, canonical_request
 from recon.domain.signing import sign

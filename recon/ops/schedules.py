@@ -1,7 +1,7 @@
 """One Temporal Schedule per warehouse that starts each night's run: create, look, pause, trigger,
 backfill, delete. The CLI (`recon schedule ...`) is a thin layer over these functions.
 
-The schedule runs NightlyStarter (workflows/nightly_starter.py), which starts the night under its
+The schedule runs NightlyStarter (workflows/schedules.py), which starts the night under its
 business id `recon-{date}-{warehouse}` and waits for it, so the schedule's overlap policy (SKIP)
 keeps one warehouse to one run at a time. A firing missed while the server was down is made up
 when it comes back, if it is younger than the catch-up window; older ones are left to a backfill.
@@ -28,12 +28,12 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from recon.domain.calendar import NightlyStart, clock, firing_for, zone
 from recon.domain.errors import ScheduleProblem
 from recon.domain.keys import workflow_id_for
+from recon.domain.schedules import NightlyStart, clock, firing_for, zone
 from recon.runtime.config import Settings
 from starter import run_request
-from workflows.nightly_starter import NightlyStarter
+from workflows.schedules import NightlyStarter
 
 DEFAULT_CATCHUP = timedelta(hours=6)
 

@@ -29,7 +29,7 @@ from recon.store.inspection import (
     supplier_exists,
     supplier_posted,
 )
-from recon.store.reversals import Scope, UndoPlan, plan_undo
+from recon.store.undo import Scope, UndoPlan, plan_undo
 
 
 async def _checked_plan(

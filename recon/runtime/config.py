@@ -162,7 +162,7 @@ class Settings:
     codec_origins: str  # RECON_CODEC_ORIGINS: the Web UI origins the codec server answers
     codec_host: str
     codec_port: int
-    # Signed decisions (recon/domain/approvals.py): the key `recon approve` signs with; the
+    # Signed decisions (recon/domain/decisions.py): the key `recon approve` signs with; the
     # worker's four-eyes amount (0 = off) and how old a signature may be when it arrives.
     approver_key: str | None
     four_eyes_paise: int

@@ -1,6 +1,6 @@
 """Acceptances: what each night took of each PO line's open quantity (docs/design.md §12).
 
-Step 5 writes them with the night's comparisons (recon/store/comparing.py). The open quantity a
+Step 5 writes them with the night's comparisons (recon/store/weighing.py). The open quantity a
 later night sees counts only live ones, so an undo of a night, or of one supplier of it, opens
 its quantities again (`retire`), and the stock booking of a redo takes them again (`revive`).
 The partial unique index `acceptances_one_live_claim` refuses a second live claim of an invoice

@@ -28,7 +28,7 @@ class GateFigures:
 
 
 # Invoices of the night (in scope, not parked whole) whose lines repeat an earlier bill of their
-# supplier under another number (recon/store/comparing.py): each is held for a person.
+# supplier under another number (recon/store/weighing.py): each is held for a person.
 _DUPLICATES = """
 SELECT f.invoice_no, f.duplicate_of, f.duplicate_night
 FROM invoice_fingerprints f

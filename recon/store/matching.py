@@ -1,7 +1,7 @@
 """Steps 3 and 4 in SQL: match lines to purchase orders (the night's own, and lines earlier
 nights hold awaiting receipt), and snapshot what each PO line is weighed against: received to the
 business date, ordered, and accepted by earlier nights (docs/design.md §12). Steps 5 and 6 are in
-recon/store/comparing.py.
+recon/store/weighing.py.
 
 Each is set-based SQL over the run's working set, keyed by workflow id, and written so that
 running it again (retry, reset, resume) finds its rows there and adds nothing.
@@ -15,7 +15,7 @@ import asyncpg
 
 from recon.domain.keys import PARKED_LINE, row_template
 from recon.store.db import lock_run
-from recon.store.po_lanes import in_lanes
+from recon.store.lanes import in_lanes
 
 
 async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date,
@@ -29,7 +29,7 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
     Filled once, like steps 4-6: the step's mark (`lines_matched`, migration 072) commits with its
     matches and parked lines, so a run that has its mark has them all, and running the step again
     adds nothing. A large night matches its upper half of PO numbers on a second connection
-    (recon/store/po_lanes.py), committed on its own: a retry that finds matches but no mark adds
+    (recon/store/lanes.py), committed on its own: a retry that finds matches but no mark adds
     the missing ones. The first fill needs no `ON CONFLICT` (which doubled its cost: 1.2 s instead
     of 0.6 s for 246k lines); the primary key still refuses a second match of a line."""
     async with pool.acquire() as conn, conn.transaction():
@@ -188,7 +188,7 @@ async def read_stock(pool: asyncpg.Pool, workflow_id: str, warehouse: str,
 # s; within the range 0.2 s). PO numbers are issued in sequence, so the range spans the orders
 # open tonight, not the years behind them; a night billing one very old order reads as much as
 # the whole-table join did, never more. The range is also what a lane takes: the PO lines of a
-# large night are taken in two lanes on two connections (recon/store/po_lanes.py), each its own
+# large night are taken in two lanes on two connections (recon/store/lanes.py), each its own
 # range of PO numbers. The lane is chosen by the order lines it joins, not by filtering the night's matches:
 # a range filter on `line_matches` is estimated as if PO number and night were independent (730
 # rows of 12,000), and the plan then rescanned the receipts once per line (4.8 s, not 0.2 s).
@@ -241,7 +241,7 @@ async def snapshot_missing(conn: asyncpg.Connection, workflow_id: str, warehouse
                            business_date: date, pool: asyncpg.Pool | None = None) -> None:
     """The caller holds the run's lock and its transaction (and SNAPSHOT_SETTINGS). With a pool, a
     large night takes its upper half of PO numbers on a second connection meanwhile
-    (recon/store/po_lanes.py): those snapshot rows are read by nobody before step 4 ends, and a
+    (recon/store/lanes.py): those snapshot rows are read by nobody before step 4 ends, and a
     retry takes only the ones missing."""
     # The range as values, not a subquery: the planner then knows how many rows it holds.
     low, high, lines = await conn.fetchrow(

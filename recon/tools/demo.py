@@ -19,7 +19,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from recon.documents.seed import seed_night
 from recon.domain.models import PostResult
 from recon.domain.steps import STEPS
 from recon.mail.demo_mail import deliver_demo_mail
@@ -31,8 +30,9 @@ from recon.runtime.config import state_dir
 from recon.runtime.devstack import RunningStack, embedded_stack
 from recon.runtime.embedded import free_port, port_open
 from recon.runtime.temporal_client import connect
-from recon.store.chaos_checks import ledger_rows
+from recon.store.chaos import ledger_rows
 from recon.store.db import connect_pool, migrate
+from recon.tools.seed import seed_night
 
 DEMO_DATE, DEMO_WAREHOUSE = "2026-10-13", "ldh"
 DEMO_INVOICES, DEMO_MISMATCHES, CRASH_AT = 312, 40, 24

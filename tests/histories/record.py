@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from recon.documents.seed import seed_night  # noqa: E402
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
-from recon.documents.seed import seed_night  # noqa: E402
 from recon.domain.models import Decision  # noqa: E402
 from recon.ops.approvers import ensure_tool_approver, load_key, signed_decision  # noqa: E402
 from recon.runtime.config import Settings, load_settings  # noqa: E402

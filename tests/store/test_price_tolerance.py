@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from recon.domain.match_policy import MatchPolicy
-from recon.store.comparing import _PRICE_TOLERATED
+from recon.store.weighing import _PRICE_TOLERATED
 
 PRICES = [(10_000, 10_000), (10_050, 10_000), (10_100, 10_000), (10_101, 10_000),
           (9_899, 10_000), (9_900, 10_000), (10_200, 10_000), (1, 0), (0, 5), (250, 249)]

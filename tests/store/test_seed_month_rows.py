@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from recon.documents.seed import SeedError, night_chunks, seed_month, story_chunk
-from recon.documents.seed_months import month_result, plan_month, short_lines
 from recon.store.seeding import numbers_per_supplier
+from recon.tools.seed import SeedError, night_chunks, seed_month, story_chunk
+from recon.tools.seed_months import month_result, plan_month, short_lines
 
 DAY = "2030-07-01"
 
@@ -61,7 +61,7 @@ async def _shared(pool: asyncpg.Pool) -> bool:
 
 
 async def test_a_month_over_a_night_already_seeded_writes_nothing(pool: asyncpg.Pool) -> None:
-    from recon.documents.seed import seed_night
+    from recon.tools.seed import seed_night
 
     await seed_night(pool, "2030-07-03", "month-b", 10, 1, 1)
     before = await written(pool, "month-b")

@@ -13,9 +13,9 @@ from datetime import date
 import asyncpg
 import pytest
 
-from recon.documents import seed as seed_module
-from recon.documents.seed import SeedResult, seed_night
 from recon.domain.keys import number_of
+from recon.tools import seed as seed_module
+from recon.tools.seed import SeedResult, seed_night
 
 # (business date, warehouse, invoices, mismatches, seed) -> digest of every row it writes
 BEFORE_STREAMING = {

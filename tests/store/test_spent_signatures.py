@@ -1,4 +1,4 @@
-"""One use per signature (recon/store/signed_requests.py), on the session's real Postgres: the
+"""One use per signature (recon/store/requests.py), on the session's real Postgres: the
 same use again is the same use (a retried check, an Update sent twice), another use is refused
 with when the first one was, and two uses racing leave one winner."""
 
@@ -10,7 +10,7 @@ import uuid
 
 import asyncpg
 
-from recon.store.signed_requests import spend
+from recon.store.requests import spend
 
 
 async def test_the_same_target_again_is_one_use_and_another_target_is_refused(

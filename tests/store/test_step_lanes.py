@@ -1,4 +1,4 @@
-"""Steps 3, 4 and 5 on two connections (recon/store/po_lanes.py, matching.py, comparing.py): the
+"""Steps 3, 4 and 5 on two connections (recon/store/lanes.py, matching.py, comparing.py): the
 matches and the snapshot taken in two lanes are those taken in one, a lane committed before a
 crash is never taken twice, and step 5's fingerprints, written on a second connection while it
 weighs, are one per bill, a retry adding only the missing."""
@@ -12,9 +12,9 @@ import asyncpg
 import pytest
 
 from recon.domain.match_policy import MatchPolicy
-from recon.store import matching, po_lanes
-from recon.store.comparing import compare_quantities
+from recon.store import lanes, matching
 from recon.store.db import lock_run
+from recon.store.weighing import compare_quantities
 
 DAY = date(2030, 5, 6)
 ORDERS = 40
@@ -97,7 +97,7 @@ async def _one_lane(pool: asyncpg.Pool, wf: str, warehouse: str) -> list[tuple]:
 async def test_two_lanes_take_the_snapshot_one_lane_takes(pool: asyncpg.Pool,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     wf, warehouse, _ = await _night(pool)
-    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
+    monkeypatch.setattr(lanes, "LANE_LINES", 1)
     backends = _backends_running(monkeypatch, "fetchval", matching._SNAPSHOT)
     assert await matching.read_stock(pool, wf, warehouse, DAY) == ORDERS * 3
     monkeypatch.undo()
@@ -111,7 +111,7 @@ async def test_two_lanes_take_the_snapshot_one_lane_takes(pool: asyncpg.Pool,
 async def test_a_lane_committed_before_a_crash_is_not_taken_twice(
         pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
     wf, warehouse, _ = await _night(pool)
-    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
+    monkeypatch.setattr(lanes, "LANE_LINES", 1)
 
     class Crash(Exception):
         pass
@@ -181,14 +181,14 @@ async def test_two_lanes_match_what_one_lane_matches(pool: asyncpg.Pool,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     wf, warehouse, one_lane = await _night_to_match(pool)
     assert len(one_lane[0]) == ORDERS * 3 and len(one_lane[1]) == 2
-    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
+    monkeypatch.setattr(lanes, "LANE_LINES", 1)
     backends = _backends_running(monkeypatch, "execute", matching._MATCH)
     assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2)
     monkeypatch.undo()
     assert len(backends) == 2, "the lines were matched on two connections"
-    lanes = await pool.fetch("SELECT DISTINCT xmin::text FROM line_matches WHERE workflow_id = $1",
+    xmins = await pool.fetch("SELECT DISTINCT xmin::text FROM line_matches WHERE workflow_id = $1",
                              wf)
-    assert len(lanes) == 2, "each lane committed a share of the matches"
+    assert len(xmins) == 2, "each lane committed a share of the matches"
     matches, parked = await _matches(pool, wf)
     assert (matches, [p[1] for p in parked]) == (one_lane[0], [p[1] for p in one_lane[1]])
     assert await pool.fetchval("SELECT lines FROM lines_matched WHERE workflow_id = $1",
@@ -198,7 +198,7 @@ async def test_two_lanes_match_what_one_lane_matches(pool: asyncpg.Pool,
 async def test_a_match_lane_committed_before_a_crash_is_not_matched_twice(
         pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
     wf, warehouse, one_lane = await _night_to_match(pool)
-    monkeypatch.setattr(po_lanes, "LANE_LINES", 1)
+    monkeypatch.setattr(lanes, "LANE_LINES", 1)
 
     class Crash(Exception):
         pass

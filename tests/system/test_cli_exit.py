@@ -8,7 +8,7 @@ import asyncio
 
 import asyncpg
 
-from recon.documents.seed import seed_night
+from recon.tools.seed import seed_night
 from tests.helpers import recon_cli
 
 TRIES = 30

@@ -9,8 +9,8 @@ import asyncpg
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle
 
-from recon.documents.seed import seed_night
 from recon.domain.requests import UNDO
+from recon.tools.seed import seed_night
 from tests.approving import signed, signed_as
 from tests.helpers import inprocess_worker, settings_for, start, wait_for
 

@@ -11,10 +11,10 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.models import PostResult
 from recon.ops.history import read_history
 from recon.runtime.embedded import temporal_binary
+from recon.tools.seed import seed_night
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.helpers import ledger_rows, settings_for, start, wait_for
 

@@ -8,8 +8,8 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import night_chunks, plan_night, seed_night
-from recon.documents.seed_formats import SEED_FORMATS
+from recon.tools.seed import night_chunks, plan_night, seed_night
+from recon.tools.seed_formats import SEED_FORMATS
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
 
 pytestmark = pytest.mark.slow

@@ -10,9 +10,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.models import Decision
 from recon.ops.history import read_history
+from recon.tools.seed import seed_night
 from tests.approving import signed
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
 

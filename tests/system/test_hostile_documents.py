@@ -11,8 +11,8 @@ import pytest
 from temporalio.client import Client
 
 from recon.documents.layouts import Document, DocumentLine, render
-from recon.documents.seed import seed_night
 from recon.domain.keys import number_of
+from recon.tools.seed import seed_night
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

@@ -12,11 +12,12 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.formats import cii_writer, facturx, gst_writer, ubl_writer
+from recon.documents.formats import facturx
 from recon.documents.formats.pdf_text import write_scan_pdf, write_text_pdf
 from recon.documents.formats.reading import CREDIT_NOTE, PartyIds
 from recon.documents.layouts import Document, DocumentLine, render
-from recon.documents.seed_formats import gstin_check
+from recon.tools import cii_writer, gst_writer, ubl_writer
+from recon.tools.seed_formats import gstin_check
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 
 

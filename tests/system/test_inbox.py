@@ -11,10 +11,10 @@ from pathlib import Path
 
 import asyncpg
 
-from recon.documents.formats import gst_writer, ubl_writer
 from recon.documents.formats.pdf_text import write_scan_pdf
 from recon.documents.formats.reading import PartyIds
 from recon.documents.layouts import Document, DocumentLine, render
+from recon.tools import gst_writer, ubl_writer
 from tests.helpers import recon_cli
 from tests.system.test_import_formats import Suppliers, _gstin
 

@@ -10,7 +10,7 @@ import json
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
+from recon.tools.seed import seed_night
 from tests.approving import signed
 from tests.helpers import settings_for, start, wait_for
 

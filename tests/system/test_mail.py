@@ -18,7 +18,6 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.keys import debit_note_key, invoice_label, number_of
 from recon.domain.money import rupees
 from recon.mail.documents import claim_number
@@ -28,6 +27,7 @@ from recon.mail.smtp_sink import MailSink
 from recon.mail.smtp_url import parse_smtp_url
 from recon.runtime.embedded import free_port
 from recon.store.outbox import Message, enqueue
+from recon.tools.seed import seed_night
 from tests import approving
 from tests.fakes.smtp import ScriptedHandler, inbox, mail_database, text_of
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for

@@ -10,8 +10,8 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.runtime.embedded import free_port
+from recon.tools.seed import seed_night
 from tests.helpers import settings_for, start, wait_for
 
 

@@ -17,9 +17,9 @@ from datetime import date
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.keys import number_of
 from recon.ops.inspection import inspect_run
+from recon.tools.seed import seed_night
 from tests.fakes.openai_server import API_KEY, MODEL, ScriptedOpenAI
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 

@@ -19,8 +19,8 @@ from collections import Counter
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.keys import number_of
+from recon.tools.seed import seed_night
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.helpers import settings_for, start, wait_for
 

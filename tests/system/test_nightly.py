@@ -6,9 +6,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.keys import invoice_label
 from recon.mail.documents import claim_number
+from recon.tools.seed import seed_night
 from tests.helpers import inprocess_worker, ledger_rows, settings_for, start
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

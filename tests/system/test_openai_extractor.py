@@ -434,7 +434,7 @@ async def test_a_request_refused_for_its_document_is_about_that_invoice(
     fake: FakeOpenAI, extractor, status: int, kind: str
 ) -> None:
     """400 (context length, content filter), 413, 422: that invoice is parked, its siblings go
-    on (activities/extract_paid.py); 404 (no such model) is about every request: it stops."""
+    on (activities/extraction_paid.py); 404 (no such model) is about every request: it stops."""
     fake.fail_once(status)
     with pytest.raises(openai.APIStatusError) as info:
         await extractor.call(DOC.invoice_no, render(DOC, "table"))

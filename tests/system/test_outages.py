@@ -15,9 +15,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.runtime.embedded import TemporalDevServer, restartable_port
 from recon.runtime.temporal_client import connect
+from recon.tools.seed import seed_night
 from tests.helpers import ROOT, ledger_rows, settings_for, start, wait_for
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

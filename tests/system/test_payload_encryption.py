@@ -17,12 +17,12 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.ops.approvers import ensure_tool_approver, load_key, signed_decision
 from recon.runtime.codec_server import CodecServerThread, CodecService
 from recon.runtime.embedded import temporal_binary
 from recon.runtime.keyring import new_key_line, parse_keyring
 from recon.runtime.temporal_client import connect
+from recon.tools.seed import seed_night
 from tests.approving import key_path
 from tests.conftest import Stack
 from tests.helpers import recon_cli, settings_for, start, wait_for

@@ -12,9 +12,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.models import RunSummary
 from recon.runtime.embedded import temporal_binary
+from recon.tools.seed import seed_night
 from tests.approving import key_path
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 

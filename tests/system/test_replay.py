@@ -18,10 +18,10 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
-from recon.documents.seed import seed_night
 from recon.domain.errors import UnknownPayloadKey
 from recon.runtime.keyring import Keyring, parse_keyring
 from recon.runtime.temporal_client import connect, data_converter
+from recon.tools.seed import seed_night
 from tests.helpers import TEST_PAYLOAD_KEYS, inprocess_worker, settings_for, start
 from workflows.registry import WORKFLOWS
 

@@ -10,8 +10,8 @@ from datetime import timedelta
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.errors import retry_wait
+from recon.tools.seed import seed_night
 from tests.helpers import settings_for, start
 
 

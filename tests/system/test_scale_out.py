@@ -11,7 +11,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from recon.documents.seed import seed_night
+from recon.tools.seed import seed_night
 from tests.helpers import settings_for, start, wait_for
 
 INVOICES, MISMATCHES = 300, 40

@@ -9,8 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
-from recon.domain.calendar import StarterOutcome, business_date_of
+from recon.domain.schedules import StarterOutcome, business_date_of
+from recon.tools.seed import seed_night
 from tests.approving import signed
 from tests.helpers import inprocess_worker, recon_cli, settings_for, wait_for
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from recon.documents.seed import seed_night
 from recon.ops import schedules
 from recon.runtime.embedded import TemporalDevServer, restartable_port
 from recon.runtime.temporal_client import connect
+from recon.tools.seed import seed_night
 from tests.helpers import inprocess_worker, settings_for, wait_for
 
 

@@ -14,9 +14,9 @@ import asyncpg
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from recon.documents.seed import seed_month
 from recon.ops.decisions import send_decision
 from recon.runtime.config import MAX_PAISE
+from recon.tools.seed import seed_month
 from tests.approving import signed
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 

@@ -10,7 +10,6 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.errors import StaleAttempt, VerificationFailed
 from recon.domain.keys import fence_scope, movement_key
 from recon.store.fences import take_fence
@@ -20,6 +19,7 @@ from recon.store.stock import (
     move_stock,
     verify_movements,
 )
+from recon.tools.seed import seed_night
 from tests.helpers import inprocess_worker, settings_for, start
 
 _ROWS = """

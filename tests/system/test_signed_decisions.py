@@ -18,7 +18,7 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
+from recon.tools.seed import seed_night
 from tests.approving import key_path, signed
 from tests.helpers import ROOT, recon_cli, settings_for, start, wait_for
 

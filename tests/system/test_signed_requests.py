@@ -19,14 +19,14 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 
-from recon.documents.seed import seed_night
 from recon.domain.errors import Refused
 from recon.domain.labels import RECON_STATUS
 from recon.domain.models import RunRequest, UndoRequest
 from recon.domain.requests import MAIL_RESEND, UNDO, SignedRequest
-from recon.mail import handovers
+from recon.mail import bounces
 from recon.ops.approvers import load_key
 from recon.ops.requests import signed_mail, signed_request
+from recon.tools.seed import seed_night
 from tests.approving import key_path, signed, signed_undo
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for
 from workflows.nightly import NightlyReconciliation
@@ -238,14 +238,14 @@ async def test_mail_resend_and_dismiss_are_signed_checked_where_they_are_acted_o
     theirs = await signed_mail(pool, mallory, MAIL_RESEND, outbox_key=key, to=None, note="",
                                by=who)
     with pytest.raises(Refused, match="forged or altered"):  # her signature, asha's name
-        await handovers.resend(pool, key, theirs.model_copy(update={"by": "asha"}), None, "",
+        await bounces.resend(pool, key, theirs.model_copy(update={"by": "asha"}), None, "",
                                max_age)
     with pytest.raises(Refused, match="unsigned mail resend"):
-        await handovers.resend(pool, key, SignedRequest(by="asha", signed_at="", signature=""),
+        await bounces.resend(pool, key, SignedRequest(by="asha", signed_at="", signature=""),
                                None, "", max_age)
     assert recon_cli(stack.env(), "approvers", "revoke", who).returncode == 0
     with pytest.raises(Refused, match="revoked"):
-        await handovers.resend(pool, key, theirs, None, "", max_age)
+        await bounces.resend(pool, key, theirs, None, "", max_age)
     assert tuple(await pool.fetchrow("SELECT * FROM outbox WHERE key = $1", key)) == before
     rows = await pool.fetch("SELECT purpose, tried_by, signer FROM refused_requests"
                             " WHERE target = $1 ORDER BY received_at", key)
@@ -254,7 +254,7 @@ async def test_mail_resend_and_dismiss_are_signed_checked_where_they_are_acted_o
 
     mine = await signed_mail(pool, load_key(key_path(stack.state, "asha")), MAIL_RESEND,
                              outbox_key=key, to="new@supplier.example", note="moved", by=None)
-    assert "queued again" in await handovers.resend(pool, key, mine, "new@supplier.example",
+    assert "queued again" in await bounces.resend(pool, key, mine, "new@supplier.example",
                                                     "moved", max_age)
     decided = await pool.fetchrow("SELECT decision, decided_by FROM mail_handovers"
                                   " WHERE outbox_key = $1", key)
@@ -265,7 +265,7 @@ async def test_mail_resend_and_dismiss_are_signed_checked_where_they_are_acted_o
     await pool.execute("INSERT INTO mail_handovers (outbox_key, workflow_id, reply, note)"
                        " VALUES ($1, $2, '550 again', 'refused')", key, wf)
     with pytest.raises(Refused, match="already used"):
-        await handovers.resend(pool, key, mine, "new@supplier.example", "moved", max_age)
+        await bounces.resend(pool, key, mine, "new@supplier.example", "moved", max_age)
     dismissed = recon_cli(stack.env(), "mail", "dismiss", key, "--note", "phoned them")
     assert dismissed.returncode == 0, dismissed.stderr
     closed = await pool.fetch("SELECT decision, decided_by FROM mail_handovers"

@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
+from recon.tools.seed import seed_night
 from tests.helpers import ledger_rows, settings_for, start, wait_for
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

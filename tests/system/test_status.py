@@ -9,8 +9,8 @@ from collections import Counter
 import asyncpg
 from temporalio.client import Client
 
-from recon.documents.seed import seed_night
 from recon.domain.money import rupees
+from recon.tools.seed import seed_night
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 
 

@@ -14,10 +14,10 @@ import pytest
 from temporalio.client import Client
 
 from recon.documents.layouts import Document, DocumentLine, render
-from recon.documents.seed import seed_night
 from recon.domain.keys import invoice_ref, number_of, workflow_id_for
 from recon.domain.labels import night_start_options
 from recon.mail.smtp_sink import MailSink
+from recon.tools.seed import seed_night
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.fakes.smtp import inbox, mail_database
 from tests.helpers import inprocess_worker, ledger_rows, recon_cli, settings_for, start, wait_for

@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 
-from recon.documents.seed import seed_night
+from recon.tools.seed import seed_night
 from tests.approving import signed_undo
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 from workflows.undo import UndoReconciliation

@@ -1,4 +1,4 @@
-"""The pure rules of signed decisions and of terminal output (recon/domain/approvals.py,
+"""The pure rules of signed decisions and of terminal output (recon/domain/decisions.py,
 signing.py, printable.py): what is signed, what verifies, what is stale, what needs four eyes,
 and what a terminal line may carry."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from recon.domain import approvals
-from recon.domain.approvals import DecisionCheck, canonical_decision, four_eyes, staleness
+from recon.domain import decisions
+from recon.domain.decisions import DecisionCheck, canonical_decision, four_eyes, staleness
 from recon.domain.models import Decision
 from recon.domain.printable import printable
 from recon.domain.signing import (
@@ -19,7 +19,7 @@ from recon.domain.signing import (
     sign,
     verifies,
 )
-from workflows.handing_over import out_of_bounds
+from workflows.decisions import out_of_bounds
 
 SIGNED_AT = "2026-10-14T03:00:00+00:00"
 
@@ -71,11 +71,11 @@ def _check(**change) -> DecisionCheck:
 
 
 def test_four_eyes_needs_a_second_different_approver_of_the_same_decision() -> None:
-    assert approvals.needs_four_eyes("resume", [], 10_001, 10_000)
-    assert approvals.needs_four_eyes("retry", ["INV-1"], 10_001, 10_000), "parking needs two"
-    assert not approvals.needs_four_eyes("retry", [], 10_001, 10_000), "retry sends nothing"
-    assert not approvals.needs_four_eyes("resume", [], 10_000, 10_000), "at the amount: one"
-    assert not approvals.needs_four_eyes("resume", [], 10**12, 0), "off by default"
+    assert decisions.needs_four_eyes("resume", [], 10_001, 10_000)
+    assert decisions.needs_four_eyes("retry", ["INV-1"], 10_001, 10_000), "parking needs two"
+    assert not decisions.needs_four_eyes("retry", [], 10_001, 10_000), "retry sends nothing"
+    assert not decisions.needs_four_eyes("resume", [], 10_000, 10_000), "at the amount: one"
+    assert not decisions.needs_four_eyes("resume", [], 10**12, 0), "off by default"
 
     assert four_eyes(_check(), "ravi", 20_000).first_of_two
     same = four_eyes(_check(first_approver="ravi", first_decision="resume"), "ravi", 20_000)

@@ -9,8 +9,8 @@ from recon.documents.extraction.numbers import readings
 from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import ExtractedInvoice, ExtractedLine
 from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render
-from recon.documents.seed import night_chunks
-from recon.documents.seed_plan import plan_night
+from recon.tools.seed import night_chunks
+from recon.tools.seed_plan import plan_night
 
 DOC = Document("INV-7", "S001", "Sharma Foods Pvt Ltd", "2026-10-13", "PO-77", [
     DocumentLine("SKU-L1", "Widget", 80, 1250),

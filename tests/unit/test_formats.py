@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 
 from recon.documents.extraction.document_reader import DocumentReader
-from recon.documents.formats import cii, cii_writer, facturx, gst_einvoice, gst_writer, ubl, ubl_writer
+from recon.documents.formats import cii, facturx, gst_einvoice, ubl
 from recon.documents.formats.checks import as_invoice, check, payable_paise, unit_price_paise
 from recon.documents.formats.detect import read_file, read_stored
 from recon.documents.formats.pdf_text import write_scan_pdf, write_text_pdf
 from recon.documents.formats.reading import CREDIT_NOTE, DEBIT_NOTE, INVOICE, PartyIds
 from recon.documents.layouts import Document, DocumentLine, render
-from recon.documents.seed_formats import gstin_check, seller_of
 from recon.domain.errors import UnreadableInvoice
+from recon.tools import cii_writer, gst_writer, ubl_writer
+from recon.tools.seed_formats import gstin_check, seller_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "documents"
 DOC = Document("INV-7/26", "S001", "Sharma Foods & Sons <Pvt>", "2026-10-13", "PO-LDH-1",

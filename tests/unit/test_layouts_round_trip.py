@@ -10,8 +10,8 @@ import pytest
 from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS, UnreadableInvoice
 from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render, render_unreadable
-from recon.documents.seed import night_chunks, plan_night
 from recon.domain.keys import invoice_ref
+from recon.tools.seed import night_chunks, plan_night
 
 DOC = Document(
     invoice_no="INV-20261013-LDH-00042",

@@ -12,15 +12,15 @@ from datetime import date, timedelta
 import pytest
 
 from recon.documents.extraction.offline import parse_document
-from recon.documents.seed import night_chunks, story_chunk
-from recon.documents.seed_months import (
+from recon.domain.keys import invoice_ref
+from recon.tools.seed import night_chunks, story_chunk
+from recon.tools.seed_months import (
     MAX_NIGHTS,
     SeedError,
     month_result,
     plan_month,
     short_lines,
 )
-from recon.domain.keys import invoice_ref
 
 DAY, WH = "2026-10-13", "ldh"
 
@@ -178,7 +178,7 @@ def test_the_same_arguments_plan_the_same_month() -> None:
 
 
 def test_each_night_of_the_month_is_the_single_night_of_its_date() -> None:
-    from recon.documents.seed import plan_night
+    from recon.tools.seed import plan_night
 
     plan = plan_month(DAY, WH, 3, 30, 5, 7)
     for day, night in zip(plan.dates, plan.regular, strict=True):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from recon.documents.extraction.offline import parse_document
-from recon.documents.seed import SeedError, night_chunks
-from recon.documents.seed import plan_night as _plan_night
 from recon.domain.keys import invoice_ref
+from recon.tools.seed import SeedError, night_chunks
+from recon.tools.seed import plan_night as _plan_night
 
 DAY, WH = "2026-10-13", "ldh"
 

@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
-from recon.domain.approvals import DecisionCheck, DecisionVerdict
+from recon.domain.decisions import DecisionCheck, DecisionVerdict
 from recon.domain.models import (
     Count,
     ExtractBatch,

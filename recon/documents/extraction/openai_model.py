@@ -6,7 +6,7 @@ the answer word for word (recorded even when it fails our schema) and its token 
 
 The SDK's own retries are off (max_retries=0): every request that leaves is one `model_calls` row
 written before it is sent, and the step itself decides when an invoice is asked again
-(`activities/extract_paid.py`). The per-call timeout is `RECON_MODEL_TIMEOUT`.
+(`activities/extraction_paid.py`). The per-call timeout is `RECON_MODEL_TIMEOUT`.
 """
 
 from __future__ import annotations

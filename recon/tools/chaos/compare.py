@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from recon.store import chaos_checks
+from recon.store import chaos
 
 Rows = dict[tuple, dict]
 
@@ -23,14 +23,14 @@ async def snapshot(url: str, workflow_id: str) -> dict[str, Rows]:
     conn = await asyncpg.connect(url, timeout=10)
     try:
         tables: dict[str, Rows] = {}
-        for table, keys, columns in chaos_checks.TABLES:
-            records = await chaos_checks.table_rows(conn, table, keys, columns, workflow_id)
+        for table, keys, columns in chaos.TABLES:
+            records = await chaos.table_rows(conn, table, keys, columns, workflow_id)
             tables[table] = {
                 tuple(_normalise(r[k], workflow_id) for k in keys):
                     {c: _normalise(r[c], workflow_id) for c in columns}
                 for r in records
             }
-        calls = await chaos_checks.requests_per_invoice(conn, workflow_id)
+        calls = await chaos.requests_per_invoice(conn, workflow_id)
         tables["model_calls"] = {(r["invoice_no"],): {"requests": r["requests"]} for r in calls}
         return tables
     finally:
@@ -47,17 +47,17 @@ async def month_snapshot(url: str, workflow_ids: list[str], warehouse: str) -> d
             month.setdefault(table, {}).update({(workflow_id, *k): v for k, v in rows.items()})
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        present = await chaos_checks.existing_tables(conn, [t for t, _k, _c in
-                                                            chaos_checks.ACROSS_NIGHTS])
-        for table, keys, columns in chaos_checks.ACROSS_NIGHTS:
+        present = await chaos.existing_tables(conn, [t for t, _k, _c in
+                                                            chaos.ACROSS_NIGHTS])
+        for table, keys, columns in chaos.ACROSS_NIGHTS:
             if table not in present:
                 continue
             rows = month.setdefault(table, {})
             for workflow_id in workflow_ids:
-                for r in await chaos_checks.table_rows(conn, table, keys, columns, workflow_id):
+                for r in await chaos.table_rows(conn, table, keys, columns, workflow_id):
                     rows[(workflow_id, *(r[k] for k in keys))] = {c: r[c] for c in columns}
         month["stock_levels"] = {(r["sku"],): {"qty_on_hand": r["qty_on_hand"]}
-                                 for r in await chaos_checks.stock_levels(conn, warehouse)}
+                                 for r in await chaos.stock_levels(conn, warehouse)}
         return month
     finally:
         await conn.close()
@@ -96,7 +96,7 @@ async def repeated_requests(url: str, workflow_id: str, most: int = 5) -> list[t
     this tells a request resent after a kill from one sent by a stale attempt that woke up."""
     conn = await asyncpg.connect(url, timeout=10)
     try:
-        rows = await chaos_checks.repeated_requests(conn, workflow_id, most)
+        rows = await chaos.repeated_requests(conn, workflow_id, most)
         return [(r["invoice_no"], list(r["at"])) for r in rows]
     finally:
         await conn.close()

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from recon.documents.seed_months import business_dates
 from recon.domain.errors import ChaosFailed
 from recon.domain.keys import workflow_id_for
 from recon.tools.chaos.compare import counts, first_difference, month_snapshot
 from recon.tools.chaos.plan import WAREHOUSE, ChaosPlan, schedule_month
 from recon.tools.chaos.stack import ScratchStack, WorkerFleet
+from recon.tools.seed_months import business_dates
 
 
 async def both_months(plan: ChaosPlan, stack: ScratchStack, fleets: list[WorkerFleet],
@@ -29,7 +29,7 @@ async def both_months(plan: ChaosPlan, stack: ScratchStack, fleets: list[WorkerF
                       report: Callable) -> None:
     """`seed_both`, `run_night`, `report`: how `recon.tools.chaos.run` seeds the two databases,
     runs one night and reports its faults (given, so this module does not import its caller)."""
-    from recon.documents.seed import seed_month
+    from recon.tools.seed import seed_month
 
     async def month(pool) -> None:
         await seed_month(pool, plan.business_date, WAREHOUSE, plan.nights, plan.invoices,

@@ -114,7 +114,7 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
 
 
 async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
-    from recon.documents.seed import seed_night
+    from recon.tools.seed import seed_night
 
     async def one_night(pool) -> None:
         await seed_night(pool, plan.business_date, WAREHOUSE, plan.invoices, plan.mismatches,
@@ -128,7 +128,7 @@ async def seed_both(stack: ScratchStack, write: Callable) -> None:
     import asyncpg
 
     from recon.ops.approvers import ensure_tool_approver
-    from recon.store.chaos_checks import create_database
+    from recon.store.chaos import create_database
 
     admin = await asyncpg.connect(stack.postgres.url)
     try:

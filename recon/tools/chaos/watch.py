@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import asyncpg
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from recon.store import chaos_checks
+from recon.store import chaos
 
 
 @dataclass
@@ -46,8 +46,8 @@ class Watcher:
         try:
             if self.conn is None or self.conn.is_closed():
                 self.conn = await asyncpg.connect(self.url, timeout=2)
-            rows = await chaos_checks.progress_rows(self.conn, self.workflow_id, timeout=2)
-            pending = await chaos_checks.pending_handover(self.conn, self.workflow_id, timeout=2)
+            rows = await chaos.progress_rows(self.conn, self.workflow_id, timeout=2)
+            pending = await chaos.pending_handover(self.conn, self.workflow_id, timeout=2)
             if pending is not None:
                 handover = (f"{pending['step']}: {pending['error_type']}: "
                             f"{pending['error_message']}".splitlines()[0][:400]

@@ -2,7 +2,7 @@
 
 Paid once: an invoice that already has an extraction (or was parked) is never sent again, so a
 crash anywhere costs at most the requests in flight at that moment. Every request is one
-`model_calls` row. With a paid model (`activities/extract_paid.py`) the row is committed before
+`model_calls` row. With a paid model (`activities/extraction_paid.py`) the row is committed before
 the request is sent and settled with its outcome; the offline parser is local and free, so its
 answers are simply recorded in groups, one transaction per group of invoices, row and result
 together.
@@ -15,7 +15,7 @@ import asyncio
 import asyncpg
 from temporalio import activity
 
-from activities.extract_paid import extract_paid
+from activities.extraction_paid import extract_paid
 from activities.resources import Room
 from activities.step import business_step, report_progress
 from recon.documents.extraction.document_reader import DocumentReader

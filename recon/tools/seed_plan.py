@@ -3,7 +3,7 @@ which layout, which lines arrive short or are billed over the purchase order, wh
 unreadable or cite no PO.
 
 The same (date, warehouse, invoices, mismatches, seed) always makes the same plan, so a test or a
-demo can state in advance exactly which adjustments the run must post. `recon.documents.seed`
+demo can state in advance exactly which adjustments the run must post. `recon.tools.seed`
 turns a plan into rows and writes them.
 """
 

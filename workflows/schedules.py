@@ -22,10 +22,10 @@ from temporalio.common import SearchAttributeKey, WorkflowIDReusePolicy
 from temporalio.exceptions import ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.schedule import ScheduleActivities
-    from recon.domain.calendar import NightlyStart, NightToResolve, StarterOutcome
+    from activities.schedules import ScheduleActivities
     from recon.domain.keys import workflow_id_for
     from recon.domain.labels import night_start_options
+    from recon.domain.schedules import NightlyStart, NightToResolve, StarterOutcome
     from workflows.nightly import NightlyReconciliation
 
 SCHEDULED_START = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")

@@ -8,7 +8,7 @@ approvers on record in the same transaction that acts on it, with the message lo
 handover row names the key's owner. A refused request changes nothing but `refused_requests`,
 where it is kept with who tried. One use per signature: a signed resend answers one refusal of
 one message (the message's `failed_at`), never a later one.
-Listing them is `recon.store.mail_handovers.open_handovers` / `handovers_of`.
+Listing them is `recon.store.bounces.open_handovers` / `handovers_of`.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from recon.domain.requests import (
     signature_digest,
 )
 from recon.domain.signing import verifies
-from recon.store import approvers, mail_deliveries, mail_handovers, signed_requests
+from recon.store import approvers, bounces, mail_deliveries, requests
 
 
 async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asyncpg.Record,
                    signed: SignedRequest, to: str | None, note: str, stake: int,
                    max_age: timedelta) -> str | None:
     """Why this signed answer cannot be taken (recorded), or None: then its signature is spent."""
-    received = await signed_requests.clock(conn)
+    received = await requests.clock(conn)
     person = await approvers.by_name(conn, signed.by[:64]) if signed.signature else None
     verified = person is not None and verifies(person.public_key, canonical_mail(
         purpose, key=key, to=to, note=note, by=signed.by, signed_at=signed.signed_at),
@@ -49,13 +49,13 @@ async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asy
         digest = signature_digest(signed.signature)
         assert digest is not None  # it verified
         failed = row["failed_at"].isoformat() if row["failed_at"] else "-"
-        used = await signed_requests.spend(conn, digest, purpose=purpose,
+        used = await requests.spend(conn, digest, purpose=purpose,
                                            run=row["workflow_id"], target=f"{key}@{failed}",
                                            signer=verdict.approver)
         refused = already_used(*used) if used else ""
     if not refused:
         return None
-    await signed_requests.record_refusal(
+    await requests.record_refusal(
         conn, check_id=str(uuid.uuid4()), purpose=purpose, run=row["workflow_id"], target=key,
         tried_by=signed.by, signer=verdict.approver or None, stake_paise=verdict.stake_paise or None,
         reason=refused, received_at=received)
@@ -77,7 +77,7 @@ async def resend(pool: asyncpg.Pool, key: str, signed: SignedRequest, to: str | 
                                  note=note, stake=abs(row["amount_paise"] or 0), max_age=max_age)
         if refused is None:
             await mail_deliveries.queue_again(conn, key, to)
-            await mail_handovers.decide(conn, key, "resend", signed.by,
+            await bounces.decide(conn, key, "resend", signed.by,
                                         note or (f"resend to {to}" if to else "resend"))
             await mail_deliveries.wake_senders(conn)
     if refused is not None:  # on record, committed above; nothing else changed
@@ -91,12 +91,12 @@ async def dismiss(pool: asyncpg.Pool, key: str, signed: SignedRequest, note: str
         raise ValueError("say why (--note WHY)")
     async with pool.acquire() as conn, conn.transaction():
         row = await mail_deliveries.lock_message(conn, key)
-        if row is None or not await mail_handovers.is_open(conn, key):
+        if row is None or not await bounces.is_open(conn, key):
             raise LookupError(f"no open delivery handover for {key!r} (see `recon handovers`)")
         refused = await _refusal(conn, MAIL_DISMISS, key=key, row=row, signed=signed, to=None,
                                  note=note, stake=0, max_age=max_age)
         if refused is None:
-            await mail_handovers.dismiss(conn, key, signed.by, note)
+            await bounces.dismiss(conn, key, signed.by, note)
     if refused is not None:
         raise Refused(f"dismiss of {key} refused: {refused}")
     return f"delivery handover for {key} closed: {note}"

@@ -18,7 +18,7 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
-from recon.domain.approvals import (
+from recon.domain.decisions import (
     PURPOSE,
     DecisionCheck,
     DecisionVerdict,
@@ -30,12 +30,13 @@ from recon.domain.approvals import (
 from recon.domain.money import rupees
 from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
-from recon.store import approvers, signed_requests
+from recon.store import approvers, requests
+from recon.store import decisions as decision_store
 from recon.store.inspection import live_rows_of_invoice
 from recon.store.invoices import in_run
 
 
-class ApprovalActivities(Room):
+class DecisionActivities(Room):
     """Decisions are taken only from known people: the check of each one."""
 
     @activity.defn(name="check_decision")
@@ -45,7 +46,7 @@ class ApprovalActivities(Room):
         if not verdict.refused:
             verdict = await self._spend(check, verdict)
         if verdict.refused:
-            await approvers.record_refusal(
+            await decision_store.record_refusal(
                 self.pool, check_id=check.check_id, workflow_id=check.workflow_id,
                 handover_no=check.handover_no, via=check.via, tried_by=check.by,
                 signer=verdict.approver or None, decision=check.decision, park=check.park,
@@ -63,7 +64,7 @@ class ApprovalActivities(Room):
         use); used before for anything else, it is refused."""
         digest = signature_digest(c.signature)
         assert digest is not None  # it verified
-        used = await signed_requests.spend(
+        used = await requests.spend(
             self.pool, digest, purpose=PURPOSE, run=c.workflow_id, signer=verdict.approver,
             target=spend_target(c.workflow_id, c.execution, f"#handover-{c.handover_no}"))
         if used:
@@ -99,7 +100,7 @@ class ApprovalActivities(Room):
         park_problem = await self._park_problem(c)
         if park_problem:
             return DecisionVerdict(approver=name, refused=park_problem)
-        stake = await approvers.money_at_stake(pool, c.night, c.supplier_id, c.decision, c.park)
+        stake = await decision_store.money_at_stake(pool, c.night, c.supplier_id, c.decision, c.park)
         if person.limit_paise is not None and stake > person.limit_paise:
             return DecisionVerdict(approver=name, stake_paise=stake, refused=(
                 f"over {name}'s limit: this {c.decision} puts {rupees(stake)} at stake, "

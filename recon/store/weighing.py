@@ -24,8 +24,8 @@ import asyncpg
 from recon.domain.keys import ADJUSTMENT, row_template
 from recon.domain.match_policy import MatchPolicy
 from recon.store.db import both, lock_run, spare_connection
+from recon.store.lanes import LANE_LINES
 from recon.store.matching import snapshot_missing
-from recon.store.po_lanes import LANE_LINES
 
 # One statement: the weighing of every matched line, then the three things it fills (the
 # comparisons and acceptances of what is claimed, the held lines of what waits for its goods).

@@ -107,7 +107,7 @@ class HandoverActivities(Room):
         """A person chose to go on without these invoices: park them with who and why. Every
         business write reads the open mismatches and comparisons, so ledger, stock and notes all
         leave them out alike. An invoice that already has a live entry is refused by the decision's
-        check (activities/approvals.py) before the decision is taken (undo those entries first)."""
+        check (activities/decisions.py) before the decision is taken (undo those entries first)."""
         pool = self.pool
         async with pool.acquire() as conn, conn.transaction():
             for invoice_no in req.invoices:

@@ -13,12 +13,13 @@ from its code.
 
 from __future__ import annotations
 
-from recon.documents.formats import cii_writer, facturx, gst_writer, ubl_writer
+from recon.documents.formats import facturx
 from recon.documents.formats.detect import read_file
 from recon.documents.formats.pdf_text import write_scan_pdf, write_text_pdf
 from recon.documents.formats.reading import PartyIds
 from recon.documents.layouts import Document, render
 from recon.documents.master_fields import gstin_check_character
+from recon.tools import cii_writer, gst_writer, ubl_writer
 
 FORMATS = ("text", "ubl", "gst", "cii", "facturx", "pdf")
 SEED_FORMATS = (*FORMATS, "mixed")

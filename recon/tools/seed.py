@@ -2,7 +2,7 @@
 
 The same (date, warehouse, invoices, mismatches, seed) always writes the same night, so a test or
 a demo can state in advance exactly which adjustments the run must post. The draws are made in
-`recon.documents.seed_plan`; this module renders the plan's documents and rows in chunks and
+`recon.tools.seed_plan`; this module renders the plan's documents and rows in chunks and
 writes them (`recon.store.seeding`).
 """
 
@@ -14,8 +14,11 @@ from datetime import date
 import asyncpg
 
 from recon.documents.layouts import LAYOUTS, Document, DocumentLine, render_unreadable
-from recon.documents.seed_formats import SEED_FORMATS, document_in, format_of, supplier_id_rows
-from recon.documents.seed_months import (
+from recon.domain.keys import invoice_ref
+from recon.store import seeding, supplier_ids
+from recon.store.seeding import NightChunk
+from recon.tools.seed_formats import SEED_FORMATS, document_in, format_of, supplier_id_rows
+from recon.tools.seed_months import (
     DEFAULT_GRACE_DAYS,
     MonthPlan,
     MonthResult,
@@ -24,7 +27,7 @@ from recon.documents.seed_months import (
     plan_month,
     short_lines,
 )
-from recon.documents.seed_plan import (
+from recon.tools.seed_plan import (
     MAX_LINES,
     ExpectedAdjustment,
     NightPlan,
@@ -33,9 +36,6 @@ from recon.documents.seed_plan import (
     compact_date,
     plan_night,
 )
-from recon.domain.keys import invoice_ref
-from recon.store import seeding, supplier_ids
-from recon.store.seeding import NightChunk
 
 __all__ = [
     "CHUNK_INVOICES", "ExpectedAdjustment", "NightChunk", "NightPlan", "SeedError", "SeedResult",
@@ -173,7 +173,7 @@ async def seed_month(
     rebill: bool = True,
 ) -> MonthResult:
     """Write `nights` consecutive nights in one transaction: each date's single night exactly as
-    `seed_night` writes it, then the stories that cross nights (`recon.documents.seed_months`).
+    `seed_night` writes it, then the stories that cross nights (`recon.tools.seed_months`).
     Refuses when any of the nights already has invoices. The shared invoice number is planted
     only where the database keys invoices by (supplier, number)."""
     if fmt not in SEED_FORMATS:

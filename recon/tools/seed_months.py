@@ -19,7 +19,7 @@ cross nights, drawn from a generator of their own so the single nights stay as t
 The expectations follow the cumulative three-way match (docs/design.md, "Seeded months"): a line
 short of its receipts but within the order is held until `grace_days` after its invoice date and
 then claimed by that night (0: claimed at once), so the single nights' short deliveries are
-claimed `grace_days` nights after they are billed. `recon.documents.seed.seed_month` renders and
+claimed `grace_days` nights after they are billed. `recon.tools.seed.seed_month` renders and
 writes the plan.
 """
 
@@ -29,7 +29,8 @@ import random
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from recon.documents.seed_plan import (
+from recon.domain.keys import invoice_ref
+from recon.tools.seed_plan import (
     MAX_LINES,
     ExpectedAdjustment,
     NightPlan,
@@ -38,7 +39,6 @@ from recon.documents.seed_plan import (
     compact_date,
     plan_night,
 )
-from recon.domain.keys import invoice_ref
 
 MAX_NIGHTS = 366  # a year of nights
 MAX_MONTH_INVOICES = 1_000_000  # regular invoices over all nights: one transaction writes them

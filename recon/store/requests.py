@@ -1,7 +1,7 @@
 """Signed requests: their refusals, the signatures already spent, and the money a request moves.
 
 Rules in docs/design.md §3 ("Signed requests", "One use per signature"). Nothing here decides:
-the check (activities/requests.py, recon/mail/handovers.py) reads these and judges with
+the check (activities/requests.py, recon/mail/bounces.py) reads these and judges with
 recon.domain.requests.
 """
 
@@ -83,5 +83,5 @@ WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
 
 
 async def redo_stake(conn: Db, run: str, supplier_id: str | None) -> int:
-    """Paise a redo posts again (absolute), as recon.store.reversals.to_redo counts its rows."""
+    """Paise a redo posts again (absolute), as recon.store.undo.to_redo counts its rows."""
     return min(int(await conn.fetchval(_REDO_STAKE, run, supplier_id)), _BIGINT_MAX)

@@ -11,7 +11,7 @@ from datetime import datetime
 from temporalio import activity
 
 from activities.resources import Room
-from recon.domain.calendar import NightResolved, NightToResolve, business_date_of
+from recon.domain.schedules import NightResolved, NightToResolve, business_date_of
 from recon.store.invoices import invoices_waiting
 
 
