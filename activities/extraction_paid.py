@@ -42,7 +42,7 @@ from recon.runtime import failpoints
 from recon.runtime.config import Settings
 from recon.store.fences import Fence, ensure_still_held
 from recon.store.invoices import model_failures_so_far
-from recon.store.model_calls import mark_lost
+from recon.store.model_bill import mark_lost
 
 MODEL_FAILED = "model failed"  # how parked reasons of this kind begin (counted for the share)
 MIN_SHARE_BASE = 20  # a batch's share is judged on at least this many invoices

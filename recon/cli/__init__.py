@@ -1,9 +1,9 @@
 """The `recon` command. Every command gives one clear line and a non-zero exit on bad input, a
 missing server or an unknown run; no traceback for a user mistake.
 
-One module per command group (stack, data, load, runs, decisions, undo, approvers, mail, schedules,
-codec; `intake_report` prints what `import` read), the shared checks and the pool/client lifetimes in `common`. The commands are registered here,
-in the order `recon --help` lists them.
+One module per command group (stack, data, load, runs, decisions, undo, redo, approvers, mail,
+schedules, codec; `intake_report` prints what `import` read), the shared checks and the pool/client
+lifetimes in `common`. The commands are registered here, in the order `recon --help` lists them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from recon.cli import approvers, codec, data, decisions, load, mail, runs, schedules, stack, undo
+from recon.cli import approvers, codec, data, decisions, load, mail, redo, runs, schedules, stack, undo
 from recon.cli.common import err, one_line
 
 app = typer.Typer(
@@ -37,7 +37,7 @@ app.command()(decisions.handovers)
 app.command()(decisions.handover)
 app.command()(decisions.approve)
 app.add_typer(approvers.app, name="approvers")
-app.command()(undo.redo)
+app.command()(redo.redo)
 app.add_typer(mail.app, name="mail")
 app.command()(undo.undo)
 app.command()(stack.chaos)

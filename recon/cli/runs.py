@@ -144,7 +144,7 @@ def _print_delivery(wid: str) -> None:
 
 def _model_bill_line(wid: str) -> str:
     """The bill so far, or why it cannot be read (`recon status` still answers)."""
-    from recon.store.model_calls import model_bill
+    from recon.store.model_bill import model_bill
 
     async def go() -> str:
         async with database(migrated=False, max_size=1) as pool:

@@ -1,5 +1,6 @@
-"""Commands that take a finished night back or post it again: `recon undo` and `recon redo`, each
-a signed request (recon/ops/undo.py, recon/ops/redo.py)."""
+"""`recon undo`: take a finished night (or one supplier of it) back, as a signed request
+(recon/ops/undo.py). `recon redo` (redo.py) signs its request the same way, with
+`signed_request_at_hand`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Annotated
 import typer
 
 from recon.cli.common import checked_run_id, console, database, temporal, user_errors
-from recon.cli.runs import wait_for
 from recon.domain.errors import Refused
 from recon.domain.printable import printable
 from recon.runtime.config import load_settings
@@ -44,7 +44,7 @@ def undo(
             client = await temporal()
             if dry_run:
                 return await describe_plan(client, pool, wid, supplier, reference or [])
-            signed = await _signed(pool, key, UNDO, run=wid, supplier=supplier,
+            signed = await signed_request_at_hand(pool, key, UNDO, run=wid, supplier=supplier,
                                    references=reference or [], reason=reason, by=by)
             return await start_undo(client, pool, load_settings(), wid, supplier, reference or [],
                                     reason, signed)
@@ -53,45 +53,9 @@ def undo(
         console.print(printable(line), markup=False, highlight=False)
 
 
-
-@user_errors
-def redo(
-    run_id: Annotated[str, typer.Argument(metavar="RUN")],
-    reason: Annotated[str, typer.Option(help="Why, for the record.")],
-    by: Annotated[str | None, typer.Option(
-        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
-    supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
-    key: Annotated[Path | None, typer.Option(
-        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
-) -> None:
-    """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
-    from recon.domain.money import rupees
-    from recon.domain.requests import REDO
-    from recon.ops.redo import start_redo
-
-    wid = checked_run_id(run_id)
-    if not reason.strip() or (by is not None and not by.strip()):
-        raise Refused("--reason and --by must say why and who")
-
-    async def go():
-        async with database() as pool:
-            signed = await _signed(pool, key, REDO, run=wid, supplier=supplier, references=[],
-                                   reason=reason, by=by)
-            client = await temporal()
-            handle, ledger, stock, generation = await start_redo(
-                client, pool, load_settings(), wid, supplier, reason, signed)
-            console.print(f"redo {handle.id} started: {ledger} ledger entries and {stock} stock "
-                          f"movements to post again (generation {generation})",
-                          markup=False, highlight=False)
-            return await wait_for(handle)
-
-    summary = asyncio.run(go())
-    console.print(f"redo finished: {summary.ledger_posted} live ledger entries in {wid}, "
-                  f"{rupees(summary.adjustment_total_paise)}", markup=False, highlight=False)
-
-
-async def _signed(pool, key: Path | None, purpose: str, *, run: str, supplier: str | None,
-                  references: list[str], reason: str, by: str | None):
+async def signed_request_at_hand(pool, key: Path | None, purpose: str, *, run: str,
+                                  supplier: str | None, references: list[str], reason: str,
+                                  by: str | None):
     """An undo or redo request signed with the approver key at hand (--key or
     RECON_APPROVER_KEY); `--by`, if given, must name its owner. The workflow checks it."""
     from recon.cli.approvers import approver_key

@@ -21,7 +21,7 @@ from recon.store.bounces import run_handovers
 from recon.store.credit_notes import credit_notes_of_night, debit_note_keys
 from recon.store.held_lines import held_by
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
-from recon.store.model_calls import model_bill
+from recon.store.model_bill import model_bill
 from recon.store.run_facts import run_facts
 
 

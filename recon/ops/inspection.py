@@ -12,7 +12,7 @@ from recon.domain.labels import RECON_STATUS, RunStatus
 from recon.ops.history import read_history
 from recon.store import inspection as store
 from recon.store.held_lines import held_by
-from recon.store.model_calls import model_bill
+from recon.store.model_bill import model_bill
 
 
 async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:

@@ -25,13 +25,13 @@ from typing import Any
 import asyncpg
 
 from recon.documents.extraction.results import Result, storable
-from recon.store import extractions, model_calls
+from recon.store import extractions, model_bill
 
 MAX_GROUP = 500
 # Safety nets: a write that has not committed within this long is treated as a lost database
 # connection (a temporary error: the activity is retried and the next attempt marks what was in
 # flight `lost`), and Postgres itself ends a transaction left idle for
-# `recon.store.model_calls.IDLE_IN_TRANSACTION`.
+# `recon.store.model_bill.IDLE_IN_TRANSACTION`.
 WRITE_WAIT_SECONDS = 60.0
 
 
@@ -56,7 +56,7 @@ class CallBook:
     async def open(cls, dsn: str, workflow_id: str, extractor: str, model: str,
                    price_in: float, price_out: float, attempt: str) -> CallBook:
         conn = await asyncpg.connect(dsn)
-        await model_calls.prepare_book_connection(conn)
+        await model_bill.prepare_book_connection(conn)
         return cls(conn, workflow_id, extractor, model, price_in, price_out, attempt)
 
     # ------------------------------------------------------------------ what callers do
@@ -137,7 +137,7 @@ class CallBook:
         ids: dict[int, int] = {}
         sent = [op for op in group if op.kind == "sent"]
         if sent:
-            rows = await model_calls.record_sent(
+            rows = await model_bill.record_sent(
                 self._conn, self._wf, self._extractor, self._model, *self._prices, self._attempt,
                 [op.payload[0] for op in sent], [op.payload[1] for op in sent],
             )
@@ -146,10 +146,10 @@ class CallBook:
             # A caller cancelled while we wrote: its request will never be sent, so no row.
             unsent = [ids[id(op)] for op in sent if op.done is not None and op.done.cancelled()]
             if unsent:
-                await model_calls.forget_unsent(self._conn, unsent)
+                await model_bill.forget_unsent(self._conn, unsent)
         failed = [op.payload for op in group if op.kind == "failed"]
         if failed:
-            await model_calls.settle_failed(self._conn, failed)
+            await model_bill.settle_failed(self._conn, failed)
         answered = [op.payload for op in group if op.kind == "answered"]
         await extractions.write_results(self._conn, self._wf, self._extractor, self._model, answered)
         parked = [op.payload for op in group if op.kind == "park"]

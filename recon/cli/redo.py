@@ -1,0 +1,53 @@
+"""`recon redo`: post an undone night (or one supplier of it) again, exactly once, as a signed
+request (recon/ops/redo.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from recon.cli.common import checked_run_id, console, database, temporal, user_errors
+from recon.cli.runs import wait_for
+from recon.cli.undo import signed_request_at_hand
+from recon.domain.errors import Refused
+from recon.runtime.config import load_settings
+
+
+@user_errors
+def redo(
+    run_id: Annotated[str, typer.Argument(metavar="RUN")],
+    reason: Annotated[str, typer.Option(help="Why, for the record.")],
+    by: Annotated[str | None, typer.Option(
+        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
+    supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
+    key: Annotated[Path | None, typer.Option(
+        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
+) -> None:
+    """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
+    from recon.domain.money import rupees
+    from recon.domain.requests import REDO
+    from recon.ops.redo import start_redo
+
+    wid = checked_run_id(run_id)
+    if not reason.strip() or (by is not None and not by.strip()):
+        raise Refused("--reason and --by must say why and who")
+
+    async def go():
+        async with database() as pool:
+            signed = await signed_request_at_hand(pool, key, REDO, run=wid, supplier=supplier,
+                                                  references=[],
+                                   reason=reason, by=by)
+            client = await temporal()
+            handle, ledger, stock, generation = await start_redo(
+                client, pool, load_settings(), wid, supplier, reason, signed)
+            console.print(f"redo {handle.id} started: {ledger} ledger entries and {stock} stock "
+                          f"movements to post again (generation {generation})",
+                          markup=False, highlight=False)
+            return await wait_for(handle)
+
+    summary = asyncio.run(go())
+    console.print(f"redo finished: {summary.ledger_posted} live ledger entries in {wid}, "
+                  f"{rupees(summary.adjustment_total_paise)}", markup=False, highlight=False)
