@@ -30,7 +30,7 @@ from recon.runtime.config import load_settings
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port
 from recon.runtime.temporal_client import connect
 from recon.store.db import connect_pool, migrate
-from tests import approving
+from tests import approvers
 from tests.helpers import ROOT, TEST_PAYLOAD_KEYS, keyring_for_tests
 
 _names = itertools.count(1)
@@ -56,8 +56,8 @@ class Stack:
             DATABASE_URL=self.database_url,
             TEMPORAL_ADDRESS=self.temporal_address,
             RECON_HOME=str(self.state / "home"),
-            # decisions are signed: commands a test runs sign as asha (tests/approving.py)
-            RECON_APPROVER_KEY=str(approving.key_path(self.state, "asha")),
+            # decisions are signed: commands a test runs sign as asha (tests/approvers.py)
+            RECON_APPROVER_KEY=str(approvers.key_path(self.state, "asha")),
             PYTHONUNBUFFERED="1",
         )
         if TEST_PAYLOAD_KEYS:  # the suite run with encryption on (tests/helpers.py)
@@ -80,7 +80,7 @@ def database() -> Iterator[Database]:
     state = Path(tempfile.mkdtemp(prefix="recon-test-"))
     postgres = EmbeddedPostgres(state)
     url = postgres.start()
-    approving.make_keys(state)
+    approvers.make_keys(state)
     try:
         yield Database(url, state, postgres)
     finally:
@@ -119,7 +119,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, **servers: str) -> None:
 async def pool(database: Database) -> AsyncIterator[asyncpg.Pool]:
     pool = await connect_pool(database.url, max_size=20)
     await migrate(pool)
-    await approving.register(pool, database.state)
+    await approvers.register(pool, database.state)
     yield pool
     await pool.close()
 

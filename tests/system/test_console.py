@@ -11,7 +11,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from recon.domain.requests import UNDO
 from recon.tools.seed import seed_night
-from tests.approving import signed, signed_as
+from tests.approvers import signed, signed_as
 from tests.helpers import inprocess_worker, settings_for, start, wait_for
 
 

@@ -15,7 +15,7 @@ from temporalio.client import Client
 from recon.domain.models import Decision
 from recon.ops.waiting import AWAITING_DECISION_EXIT
 from recon.tools.seed import seed_night
-from tests.approving import key_path
+from tests.approvers import key_path
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

@@ -13,7 +13,7 @@ from temporalio.client import Client
 from recon.domain.models import Decision
 from recon.ops.history import read_history
 from recon.tools.seed import seed_night
-from tests.approving import signed
+from tests.approvers import signed
 from tests.helpers import ledger_rows, recon_cli, settings_for, start, wait_for
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

@@ -11,7 +11,7 @@ import asyncpg
 from temporalio.client import Client
 
 from recon.tools.seed import seed_night
-from tests.approving import signed
+from tests.approvers import signed
 from tests.helpers import settings_for, start, wait_for
 
 

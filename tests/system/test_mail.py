@@ -28,7 +28,7 @@ from recon.mail.smtp_url import parse_smtp_url
 from recon.runtime.embedded import free_port
 from recon.store.outbox import Message, enqueue
 from recon.tools.seed import seed_night
-from tests import approving
+from tests import approvers
 from tests.fakes.smtp import ScriptedHandler, inbox, mail_database, text_of
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for
 
@@ -268,7 +268,7 @@ async def test_a_refused_debit_note_parks_with_the_reply_and_opens_a_handover(
     wf = "recon-2026-10-13-refused"
     key = debit_note_key(wf, "S007")
     async with mail_database(stack.database_url) as (url, pool):
-        await approving.register(pool, stack.state)  # resend and dismiss are signed, as asha
+        await approvers.register(pool, stack.state)  # resend and dismiss are signed, as asha
         env_db = stack.env(DATABASE_URL=url)
         with MailSink(maildir, ScriptedHandler(maildir, refuse={gone})) as sink:
             async with running_sender(url, sink.url):

@@ -23,7 +23,7 @@ from recon.runtime.embedded import temporal_binary
 from recon.runtime.keyring import new_key_line, parse_keyring
 from recon.runtime.temporal_client import connect
 from recon.tools.seed import seed_night
-from tests.approving import key_path
+from tests.approvers import key_path
 from tests.conftest import Stack
 from tests.helpers import recon_cli, settings_for, start, wait_for
 

@@ -15,7 +15,7 @@ from temporalio.client import Client
 from recon.domain.models import RunSummary
 from recon.runtime.embedded import temporal_binary
 from recon.tools.seed import seed_night
-from tests.approving import key_path
+from tests.approvers import key_path
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 
 # Real worker processes or whole nights: the slow tier (`uv run pytest -m "not slow"` skips it).

@@ -11,7 +11,7 @@ from temporalio.client import Client
 
 from recon.domain.schedules import StarterOutcome, business_date_of
 from recon.tools.seed import seed_night
-from tests.approving import signed
+from tests.approvers import signed
 from tests.helpers import inprocess_worker, recon_cli, settings_for, wait_for
 
 

@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from recon.ops.decisions import send_decision
 from recon.runtime.config import MAX_PAISE
 from recon.tools.seed import seed_month
-from tests.approving import signed
+from tests.approvers import signed
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 
 FIRST = "2026-10-13"

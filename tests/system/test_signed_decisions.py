@@ -19,7 +19,7 @@ import pytest
 from temporalio.client import Client
 
 from recon.tools.seed import seed_night
-from tests.approving import key_path, signed
+from tests.approvers import key_path, signed
 from tests.helpers import ROOT, recon_cli, settings_for, start, wait_for
 
 pytestmark = pytest.mark.slow

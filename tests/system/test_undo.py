@@ -12,7 +12,7 @@ from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 
 from recon.tools.seed import seed_night
-from tests.approving import signed_undo
+from tests.approvers import signed_undo
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
 from workflows.undo import UndoReconciliation
 

@@ -27,7 +27,7 @@ from recon.mail import bounces
 from recon.ops.approvers import load_key
 from recon.ops.requests import signed_mail, signed_request
 from recon.tools.seed import seed_night
-from tests.approving import key_path, signed, signed_undo
+from tests.approvers import key_path, signed, signed_undo
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for
 from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation
