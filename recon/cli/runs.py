@@ -39,6 +39,7 @@ def run(
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from recon.domain.keys import workflow_id_for
+    from recon.store.held_lines import open_holds_before
     from recon.store.invoices import invoices_waiting
     from starter import start_night
 
@@ -48,8 +49,12 @@ def run(
     async def go():
         async with database() as pool:
             have = await invoices_waiting(pool, date.fromisoformat(day), wh)
-        if not have:
-            raise Refused(f"no invoices for {day} at {wh}: `recon seed` or `recon import` first")
+            held = 0 if have else await open_holds_before(pool, date.fromisoformat(day), wh)
+        if not have and not held:
+            # A quiet night still runs when earlier nights hold lines it must weigh (issue 38).
+            raise Refused(f"nothing to reconcile for {day} at {wh}: no invoices for the night and "
+                          f"no held lines waiting; `recon import FOLDER --date {day} --warehouse "
+                          f"{wh}` brings the night's invoices")
         client = await temporal()
         try:
             handle = await start_night(client, settings, day, wh, invoices=have)

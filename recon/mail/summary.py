@@ -19,7 +19,7 @@ from recon.mail.documents import Document, claim_number, templates
 from recon.mail.report import Delivery, delivery
 from recon.store.bounces import run_handovers
 from recon.store.credit_notes import credit_notes_of_night, debit_note_keys
-from recon.store.held_lines import held_by
+from recon.store.held_lines import carried_into, held_by
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
 from recon.store.model_bill import model_bill
 from recon.store.run_facts import run_facts
@@ -39,6 +39,25 @@ class SummaryData:
     model_bill: str = ""
     credit_notes: list[dict] = field(default_factory=list)  # suppliers' credit notes of the night
     held: list[dict] = field(default_factory=list)  # lines held awaiting receipt (not claimed)
+    carried: int = 0  # lines carried in from earlier nights' holds
+    carried_claimed: int = 0  # of those, claimed by this night (the others are held again)
+
+    @property
+    def carried_line(self) -> str:
+        """What the night did with earlier nights' holds; a night with no new invoices says so
+        first, since that is what a person wonders about such a night."""
+        if not self.carried and self.facts.invoices:
+            return ""
+        held_again = self.carried - self.carried_claimed
+        words = [f"{_count(self.carried_claimed, 'held line')} claimed"]
+        if held_again:
+            words.append(f"{_count(held_again, 'held line')} still awaiting receipt")
+        lead = "No new invoices; " if not self.facts.invoices else "Carried from earlier nights: "
+        return lead + ", ".join(words)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> SummaryData:
@@ -58,6 +77,8 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         model_bill=(await model_bill(conn, workflow_id)).line(),
         credit_notes=await _credit_notes(conn, business_date, warehouse),
         held=await held_by(conn, workflow_id),
+        **dict(zip(("carried", "carried_claimed"), await carried_into(conn, workflow_id),
+                   strict=True)),
     )
 
 

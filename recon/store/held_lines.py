@@ -28,3 +28,27 @@ async def held_count(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) 
         "SELECT count(*) AS n, coalesce(sum(qty::numeric * unit_price_paise), 0) AS paise"
         " FROM held_lines WHERE workflow_id = $1", workflow_id)
     return int(row["n"]), int(row["paise"])
+
+
+async def open_holds_before(conn: asyncpg.Connection | asyncpg.Pool, business_date,
+                            warehouse: str) -> int:
+    """Lines earlier nights of the warehouse hold and no live acceptance has claimed: what a night
+    carries into its own match (recon/store/matching.py `_CARRY_HELD`), so a night with no new
+    invoices still has work when this is not zero."""
+    return int(await conn.fetchval(
+        "SELECT count(*) FROM (SELECT DISTINCT h.invoice_no, h.line_no FROM held_lines h"
+        " WHERE h.warehouse = $2 AND h.invoice_date < $1"
+        " AND NOT EXISTS (SELECT 1 FROM acceptances a WHERE a.invoice_no = h.invoice_no"
+        " AND a.line_no = h.line_no AND a.live)) held", business_date, warehouse))
+
+
+async def carried_into(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> tuple[int, int]:
+    """(lines this night carried from earlier nights' holds, how many of them it claimed): a
+    carried line the night did not hold again was claimed by it, clean or short."""
+    row = await conn.fetchrow(
+        "SELECT count(*) AS carried, count(*) FILTER (WHERE NOT EXISTS ("
+        " SELECT 1 FROM held_lines h WHERE h.workflow_id = m.workflow_id"
+        " AND h.invoice_no = m.invoice_no AND h.line_no = m.line_no)) AS claimed"
+        " FROM line_matches m WHERE m.workflow_id = $1 AND m.carried_from IS NOT NULL",
+        workflow_id)
+    return int(row["carried"]), int(row["claimed"])
