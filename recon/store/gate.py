@@ -28,15 +28,30 @@ class GateFigures:
 
 
 # Invoices of the night (in scope, not parked whole) whose lines repeat an earlier bill of their
-# supplier under another number (recon/store/weighing.py): each is held for a person.
+# supplier under another number (recon/store/weighing.py): each is held for a person. So is a
+# possible duplicate held awaiting receipt on an earlier night and claimed by this one, unless a
+# person let its own night's gate go on (`resume`): nobody answered, so this night asks again.
 _DUPLICATES = """
+WITH carried AS MATERIALIZED (
+    SELECT DISTINCT m.invoice_no, m.carried_from FROM line_matches m
+    WHERE m.workflow_id = $1 AND m.carried_from IS NOT NULL
+      AND EXISTS (SELECT 1 FROM comparisons c WHERE c.workflow_id = $1
+                  AND c.invoice_no = m.invoice_no AND c.line_no = m.line_no)
+)
 SELECT f.invoice_no, f.duplicate_of, f.duplicate_night
 FROM invoice_fingerprints f
 WHERE f.workflow_id = $1 AND f.duplicate_of IS NOT NULL
   AND ($2::text IS NULL OR f.supplier_id = $2)
   AND NOT EXISTS (SELECT 1 FROM parked_items p WHERE p.workflow_id = f.workflow_id
                   AND p.invoice_no = f.invoice_no AND p.line_no IS NULL)
-ORDER BY f.invoice_no
+UNION
+SELECT f.invoice_no, f.duplicate_of, f.duplicate_night
+FROM carried k
+JOIN invoice_fingerprints f ON f.workflow_id = k.carried_from AND f.invoice_no = k.invoice_no
+WHERE f.duplicate_of IS NOT NULL AND ($2::text IS NULL OR f.supplier_id = $2)
+  AND NOT EXISTS (SELECT 1 FROM handovers h WHERE h.workflow_id = f.workflow_id
+                  AND h.step = 'gate_before_debit_notes' AND h.decision = 'resume')
+ORDER BY 1
 LIMIT 50
 """
 

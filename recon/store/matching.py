@@ -124,8 +124,10 @@ async def _match_lines(conn: asyncpg.Connection, pool: asyncpg.Pool, workflow_id
 
 
 # Lines held awaiting receipt by earlier nights of the warehouse and claimed by no live
-# acceptance: copied into this night's lines and matches (carried_from names the night that held
-# them last), so steps 5-8 weigh, claim and book them like the night's own, under this night's keys.
+# acceptance: copied into this night's lines and matches, so steps 5-8 weigh, claim and book them
+# like the night's own, under this night's keys. `carried_from` names the night the bill came in
+# (the first night that held it: a night's id sorts by its date within a warehouse), where its
+# fingerprint is (recon/store/weighing.py); every night that held it holds the same line.
 _CARRY_HELD = """
 WITH open_holds AS (
     SELECT DISTINCT ON (h.invoice_no, h.line_no) h.*
@@ -133,7 +135,7 @@ WITH open_holds AS (
     WHERE h.warehouse = $2 AND h.invoice_date < $3 AND h.workflow_id <> $1
       AND NOT EXISTS (SELECT 1 FROM acceptances a
                       WHERE a.invoice_no = h.invoice_no AND a.line_no = h.line_no AND a.live)
-    ORDER BY h.invoice_no, h.line_no, h.held_until DESC
+    ORDER BY h.invoice_no, h.line_no, h.workflow_id
 ), carried AS (
     INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
                                description, qty, unit_price_paise)

@@ -72,13 +72,13 @@ WITH lines AS (
 ), held AS (
     INSERT INTO held_lines (workflow_id, invoice_no, line_no, warehouse, invoice_date,
                             held_until, supplier_id, po_number, sku, description, qty,
-                            unit_price_paise, qty_open, evidence)
+                            unit_price_paise, qty_open, beyond_order, evidence)
     SELECT $1, invoice_no, line_no, $4, invoice_date, invoice_date + $3::int, supplier_id,
            po_number, sku,
            -- read here, not carried through the weighing of every line: few lines are held
            (SELECT d.description FROM invoice_lines d WHERE d.workflow_id = $1
               AND d.invoice_no = judged.invoice_no AND d.line_no = judged.line_no),
-           qty, unit_price_paise, take,
+           qty, unit_price_paise, take, beyond,
            'billed ' || qty || ' x ' || sku || ' on ' || po_number || ', ' || qty_received
              || ' received to ' || $2 || ', ' || qty_prior + cum_before
              || ' billed before; awaiting receipt of ' || (qty - take - beyond)
@@ -109,6 +109,16 @@ GROUP BY l.invoice_no
 ON CONFLICT DO NOTHING
 """
 
+# A held line whose bill is a possible duplicate says so in its evidence (the summary's "awaiting
+# receipt" list reads it); once, whichever attempt of step 6 gets here first.
+_HELD_DUPLICATES = """
+UPDATE held_lines h SET evidence = h.evidence || ', possible duplicate of ' || f.duplicate_of
+                                   || ' (' || f.duplicate_night || ')'
+FROM invoice_fingerprints f
+WHERE h.workflow_id = $1 AND f.workflow_id = $1 AND f.invoice_no = h.invoice_no
+  AND f.duplicate_of IS NOT NULL AND h.evidence NOT LIKE '%possible duplicate of%'
+"""
+
 # A bill whose fingerprint an earlier bill of the same supplier has (an earlier night, or earlier
 # in this night's order) under another number, and for which the order has no room: some line of
 # it goes beyond the quantity ordered, counting the earlier bills. That is a possible duplicate,
@@ -122,8 +132,11 @@ ON CONFLICT DO NOTHING
 # and the (supplier, first PO, fingerprint) index once.
 _DUPLICATES = """
 WITH beyond AS MATERIALIZED (
-    -- the night's bills the order has no room for: few, found in one scan of the night
-    SELECT DISTINCT invoice_no FROM comparisons WHERE workflow_id = $1 AND beyond_order > 0
+    -- the night's bills the order has no room for, claimed or held awaiting receipt (a re-bill of
+    -- a short delivery waits for goods that will not come): few, found in one scan of the night
+    SELECT invoice_no FROM comparisons WHERE workflow_id = $1 AND beyond_order > 0
+    UNION
+    SELECT invoice_no FROM held_lines WHERE workflow_id = $1 AND beyond_order > 0
 ), d AS MATERIALIZED (
     SELECT f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
     FROM beyond b
@@ -227,12 +240,21 @@ _PRICE_TOLERATED = """(
          OR abs(invoice_price_paise - po_price_paise) * 100.0 <= $4::float8 * po_price_paise)
 )"""
 
+# A line carried from an earlier night's hold has its bill's fingerprint under the night the bill
+# came in (`carried_from`), not under the night that claims it.
 _FLAG = """
-WITH c AS (
-    SELECT c.*, f.duplicate_of, f.duplicate_night
+WITH carried AS MATERIALIZED (
+    SELECT DISTINCT m.invoice_no, m.carried_from FROM line_matches m
+    WHERE m.workflow_id = $1 AND m.carried_from IS NOT NULL
+), c AS (
+    SELECT c.*, coalesce(f.duplicate_of, fc.duplicate_of) AS duplicate_of,
+           coalesce(f.duplicate_night, fc.duplicate_night) AS duplicate_night
     FROM comparisons c
     LEFT JOIN invoice_fingerprints f ON f.workflow_id = c.workflow_id
                                     AND f.invoice_no = c.invoice_no
+    LEFT JOIN carried k ON k.invoice_no = c.invoice_no
+    LEFT JOIN invoice_fingerprints fc ON fc.workflow_id = k.carried_from
+                                     AND fc.invoice_no = k.invoice_no
     WHERE c.workflow_id = $1 AND ($7::text IS NULL OR c.supplier_id = $7)
 ), found AS (
     SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
@@ -295,6 +317,7 @@ async def _flag(conn: asyncpg.Connection, workflow_id: str, business_date: date,
                 warehouse: str, policy: MatchPolicy, supplier_id: str | None) -> None:
     # Step 6, not 5: step 5 refreshed the statistics of the night's comparisons and fingerprints.
     await conn.execute(_DUPLICATES, workflow_id)
+    await conn.execute(_HELD_DUPLICATES, workflow_id)
     after = await conn.fetchval(
         "SELECT coalesce(max(seq), 0) FROM mismatches WHERE workflow_id = $1", workflow_id)
     await conn.execute(
