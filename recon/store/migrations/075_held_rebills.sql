@@ -3,6 +3,7 @@
 -- check asks "has the order room for it?" of held lines as it does of claimed ones. A constant
 -- default: no table rewrite.
 ALTER TABLE held_lines ADD COLUMN beyond_order bigint NOT NULL DEFAULT 0;
+ALTER TABLE held_lines ALTER COLUMN beyond_order SET STATISTICS 10;  -- as migration 070
 
 -- The lines a night carried from earlier nights' holds are few; the duplicate check of the night
 -- that claims them reads their bills' fingerprints under the night each bill came in, found here
