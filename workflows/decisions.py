@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain import decisions
     from recon.domain.models import DECISIONS, Decision, HandoverNote, IgnoredDecision, RecordedDecision
     from recon.domain.money import rupees
+    from workflows.patches import BOUNDED_IGNORED, DECISIONS_ON_RECORD
     from workflows.policies import READ_TIMEOUT, RETRY
 
 
@@ -134,12 +135,6 @@ def until_next_morning(now: datetime, reminder_utc_time: str) -> timedelta:
     if morning <= now:
         morning += timedelta(days=1)
     return morning - now
-
-
-# Patches (workflow.patched): runs recorded before signed decisions replay as they were.
-DECISIONS_ON_RECORD = "decisions-on-record"
-SIGNED_DECISIONS = "signed-decisions"
-BOUNDED_IGNORED = "bounded-ignored-decisions"
 
 
 class DecisionDesk:

@@ -12,8 +12,7 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus
     from recon.domain.models import HandoverNote, Progress, RecordedDecision
     from workflows import console
-
-CONSOLE_PATCH = "web-ui-console-1"  # gate as ReconStep, headline and decisions in the memo
+    from workflows.patches import CONSOLE_PATCH  # gate as ReconStep, headline and decisions in the memo
 
 
 def set_status(progress: Progress, status: RunStatus) -> None:

@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain import steps
     from recon.domain.models import Count, ExtractBatch, Progress
     from workflows import display
+    from workflows.patches import EXTRACT_FEWER, EXTRACT_WINDOW
     from workflows.policies import MODEL_TIMEOUT
 
 # At most this many activities a night: each costs the engine ~10-20 ms of CPU (schedule, start,
@@ -28,11 +29,10 @@ MAX_EXTRACT_ACTIVITIES = 50
 MAX_EXTRACT_ACTIVITIES_BEFORE_FEWER = 100  # what runs started before EXTRACT_FEWER replay with
 MAX_EXTRACT_ACTIVITIES_BEFORE_WINDOW = 400  # what runs started before EXTRACT_WINDOW replay with
 EXTRACT_WAVE = 16  # extraction activities in flight at once
-# Patch (workflow.patched): 100 batches at most, the next one starts as soon as one finishes.
-EXTRACT_WINDOW = "extract-sliding-window"
-# Patch: 50 batches at most (a 100k night: 2,000 invoices each). Still 16 in flight until the last
-# few: the offline parser is bound by two cores long before that, a paid model by its pace.
-EXTRACT_FEWER = "extract-fewer-batches"
+# Patches (workflows/patches.py): EXTRACT_WINDOW, 100 batches at most, the next one starts as soon
+# as one finishes; EXTRACT_FEWER, 50 batches at most (a 100k night: 2,000 invoices each). Still 16
+# in flight until the last few: the offline parser is bound by two cores long before that, a paid
+# model by its pace.
 
 Act = Callable[[Callable[..., Any], Any, timedelta], Awaitable[Any]]
 

@@ -42,17 +42,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from recon.domain.requests import REDO
     from workflows import console, decisions, display
-    from workflows.decisions import SIGNED_DECISIONS, DecisionDesk
+    from workflows.decisions import DecisionDesk
     from workflows.extraction import extract_all
+    from workflows.patches import REDO_WEIGHS_AGAIN, RESUME_RERUNS_STEP, SIGNED_DECISIONS, SIGNED_REQUESTS
     from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
-    from workflows.requests import SIGNED_REQUESTS, checked_signer
+    from workflows.requests import checked_signer
     from workflows.undo import undo_whole_run
 
 T = TypeVar("T")
-
-# Patches (workflow.patched): runs started by older code replay the way they were recorded.
-RESUME_RERUNS_STEP = "resume-reruns-failed-step"
-REDO_WEIGHS_AGAIN = "redo-weighs-again"  # a redo weighs its scope again before it posts
 
 
 @workflow.defn

@@ -28,8 +28,6 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain.requests import WHAT, RequestCheck
     from workflows.policies import READ_TIMEOUT, RETRY
 
-# Patch (workflow.patched): undos and redos recorded before requests were signed replay as they were.
-SIGNED_REQUESTS = "signed-requests"
 REFUSED_TYPE = "RequestRefused"
 
 

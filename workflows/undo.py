@@ -29,10 +29,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from recon.domain.requests import UNDO
     from workflows import display
+    from workflows.patches import GENERATION_PATCH, SIGNED_REQUESTS
     from workflows.policies import RETRY, WRITE_TIMEOUT
-    from workflows.requests import SIGNED_REQUESTS, checked_signer, started_by_its_night
-
-GENERATION_PATCH = "undo-opens-next-generation"
+    from workflows.requests import checked_signer, started_by_its_night
 
 
 @workflow.defn

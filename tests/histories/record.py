@@ -1,4 +1,4 @@
-"""Record the histories that tests/system/test_replay.py replays: one command, its own embedded stack.
+"""Record the histories that tests/workflows/test_histories.py replays: one command, its own embedded stack.
 
     uv run python tests/histories/record.py            # all of them
     uv run python tests/histories/record.py crash_and_resume handover_undo   # some
@@ -24,7 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from recon.documents.seed import seed_night  # noqa: E402
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
 from recon.domain.models import Decision  # noqa: E402
@@ -33,6 +32,7 @@ from recon.runtime.config import Settings, load_settings  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 from starter import start_night  # noqa: E402
 
 HISTORIES = Path(__file__).resolve().parent

@@ -1,9 +1,7 @@
-"""Determinism: recorded histories of finished runs replay against today's workflow code.
-
-If a change to the workflow would make old runs fail on replay, these tests fail first. The
-stories (crash and resume, each decision on a handover, undo, supplier undo, a scheduled night)
-are recorded by one command, `uv run python tests/histories/record.py`; see README "Changing
-workflow code" for when to record again and how `workflow.patched` keeps old runs replaying.
+"""Determinism on fresh runs: a night run now replays at once, and one recorded under key A replays
+after the rotation to key B (and not without A). Every kept history in tests/histories/ replays
+in the fast tier: tests/workflows/test_histories.py; see README "Changing workflow code" for when
+to record them again and how `workflow.patched` (workflows/patches.py) keeps old runs replaying.
 """
 
 from __future__ import annotations
@@ -11,69 +9,17 @@ from __future__ import annotations
 import base64
 import json
 import os
-from pathlib import Path
 
 import asyncpg
 import pytest
-from temporalio.client import Client, WorkflowHistory
-from temporalio.worker import Replayer
+from temporalio.client import Client
 
 from recon.domain.errors import UnknownPayloadKey
-from recon.runtime.keyring import Keyring, parse_keyring
+from recon.runtime.keyring import parse_keyring
 from recon.runtime.temporal_client import connect, data_converter
 from recon.tools.seed import seed_night
-from tests.helpers import TEST_PAYLOAD_KEYS, inprocess_worker, settings_for, start
-from workflows.registry import WORKFLOWS
-
-HISTORIES = Path(__file__).resolve().parents[1] / "histories"
-KEPT = {"crash_and_resume", "handover_resume", "handover_retry", "handover_undo", "gate_resume",
-        "undo_run", "undo_supplier", "redo_run", "scheduled_starter", "nightly_completed"}
-
-
-def _workflow_id(path: Path) -> str:
-    """The recorded run's own id: workflow code derives child ids and keys from it."""
-    ids_file = path.parent / "workflow_ids.json"
-    ids = json.loads(ids_file.read_text()) if ids_file.exists() else {}
-    return ids.get(path.stem, path.stem)
-
-
-# Test keys only (committed on purpose): `encrypted/` holds histories recorded under key A, before
-# the rotation that made B current. Every history replays with the rotated keyring {B, A}; the
-# plaintext ones pass through the codec unchanged (recorded before encryption was on).
-KEY_A = "rot-a:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
-KEY_B = "rot-b:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
-BEFORE_ROTATION = parse_keyring([KEY_A], "test")
-AFTER_ROTATION = parse_keyring([KEY_B, KEY_A, *filter(None, TEST_PAYLOAD_KEYS.split(","))], "test")
-
-
-def _replayer(keyring: Keyring | None = AFTER_ROTATION) -> Replayer:
-    return Replayer(workflows=WORKFLOWS, data_converter=data_converter(keyring, "default"))
-
-
-# Today's recordings, and those recorded by earlier workflow code (before decisions named their
-# handover, resume re-ran a failed step, undo raised a generation, and undo and redo checked a
-# signed request): both must replay, which is
-# what the `workflow.patched` guards in workflows/ are for.
-@pytest.mark.parametrize("path", sorted(p for p in HISTORIES.glob("**/*.json")
-                                        if p.stem != "workflow_ids"),
-                         ids=lambda p: str(p.relative_to(HISTORIES).with_suffix("")))
-async def test_recorded_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(_workflow_id(path), path.read_text())
-    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, result.replay_failure
-
-
-def test_every_story_has_a_recorded_history() -> None:
-    kept = {p.stem for p in HISTORIES.glob("*.json")} - {"workflow_ids"}
-    assert KEPT <= kept, f"missing: {sorted(KEPT - kept)}; run tests/histories/record.py"
-
-
-def test_the_crash_history_holds_a_crash() -> None:
-    """The crash story really lost a worker mid-step: step 7 ran a second attempt."""
-    events = json.loads((HISTORIES / "crash_and_resume.json").read_text())["events"]
-    attempts = [e["activityTaskStartedEventAttributes"].get("attempt", 1) for e in events
-                if "activityTaskStartedEventAttributes" in e]
-    assert max(attempts) >= 2
+from tests.helpers import inprocess_worker, settings_for, start
+from tests.histories.replay import AFTER_ROTATION, BEFORE_ROTATION, HISTORIES, KEY_B, replayer
 
 
 @pytest.mark.slow  # a whole night on an in-process worker
@@ -85,7 +31,7 @@ async def test_a_fresh_run_replays(pool: asyncpg.Pool, client: Client, night) ->
         handle = await start(client, settings, day, warehouse)
         await handle.result()
     history = await handle.fetch_history()
-    result = await _replayer().replay_workflow(history, raise_on_replay_failure=False)
+    result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
     if os.environ.get("RECORD_HISTORIES"):
         (HISTORIES / "nightly_completed.json").write_text(history.to_json())
@@ -125,10 +71,10 @@ async def test_a_history_recorded_before_a_rotation_replays_after_it(
     history = await handle.fetch_history()
     raw = history.to_json()
     assert _encodings(json.loads(raw)) == {("binary/encrypted", "rot-a")}
-    result = await _replayer(AFTER_ROTATION).replay_workflow(history, raise_on_replay_failure=False)
+    result = await replayer(AFTER_ROTATION).replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
     only_b = parse_keyring([KEY_B], "test")
-    without_a = await _replayer(only_b).replay_workflow(history, raise_on_replay_failure=False)
+    without_a = await replayer(only_b).replay_workflow(history, raise_on_replay_failure=False)
     assert without_a.replay_failure is not None  # (its message travels encoded, sealed with B)
     start_input = history.events[0].workflow_execution_started_event_attributes.input.payloads
     with pytest.raises(UnknownPayloadKey, match=r"key 'rot-a', which is not in the keyring "

@@ -1,11 +1,11 @@
-"""The bench's fitted line over a run of nights (bench/night.py `fitted_ends`): one slow night at
+"""The bench's fitted line over a run of nights (bench/night_trend.py `fitted_ends`): one slow night at
 either end must not read as a month that made nights dearer."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.night import fitted_ends
+from bench.night_trend import fitted_ends
 
 
 def test_a_steady_climb_is_read_end_to_end() -> None:

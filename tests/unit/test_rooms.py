@@ -1,6 +1,6 @@
 """The rooms of docs/design.md hold: every SQL statement of the product is in recon/store, and
-no module of the product grows past 500 lines (a smell detector: the rooms organise, the cap
-only flags a file that outgrew its one idea)."""
+no module of the product or of bench/ grows past 500 lines (a smell detector: the rooms organise,
+the cap only flags a file that outgrew its one idea)."""
 
 import re
 from pathlib import Path
@@ -8,6 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = [*ROOT.glob("recon/**/*.py"), *ROOT.glob("activities/*.py"), *ROOT.glob("workflows/*.py"),
            ROOT / "worker.py", ROOT / "starter.py"]
+# bench/ is held to the same size as the product (its SQL is its own: it measures the store).
+SIZED = [*PRODUCT, *ROOT.glob("bench/*.py")]
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b")
 
 
@@ -21,6 +23,6 @@ def test_no_sql_outside_the_store() -> None:
 
 
 def test_no_module_over_500_lines() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in PRODUCT
+    long = {str(p.relative_to(ROOT)): n for p in SIZED
             if (n := len(p.read_text().splitlines())) > 500}
     assert not long, f"split these modules: {long}"
