@@ -65,7 +65,7 @@ def _mail(ctx: typer.Context) -> None:
 @user_errors
 def list_(run_id: Annotated[str | None, typer.Argument(
         metavar="[RUN]", help="A run to list its messages (all runs if omitted).")] = None) -> None:
-    """Each message with its state: sent, waiting, retrying or refused."""
+    """Each message with its state: queued, retrying, delivered or failed."""
     _in_pool(lambda pool: _list(pool, console, run_id))
 
 

@@ -20,7 +20,7 @@ import jinja2
 
 from recon.domain.keys import number_of
 from recon.domain.money import rupees
-from recon.store.mail_deliveries import debit_note_lines
+from recon.store.mail_deliveries import debit_note_history, debit_note_lines
 
 _RUN = re.compile(r"recon-(\d{4})-(\d{2})-(\d{2})-([a-z0-9_-]+)")
 _NOTE = re.compile(_RUN.pattern + r":debit-note:([^:]+)(.*)")
@@ -44,6 +44,15 @@ class NoteLine:
     invoice_price_paise: int
     po_price_paise: int
     amount_paise: int
+    # The facts a supplier checks the claim by (None on lines weighed before they were kept).
+    po_number: str | None = None
+    invoice_date: str | None = None
+    received_to_date: int | None = None
+    billed_before: int | None = None
+    beyond_order: int | None = None
+    receipts: list[str] = field(default_factory=list)  # "GRN-17 of 13 Oct 2026: 24"
+    earlier_bills: list[str] = field(default_factory=list)  # "INV-7001 of 12 Oct 2026: 24"
+    repeats: str | None = None  # the earlier bill this one repeats, as the supplier numbers it
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,7 @@ def templates() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["rupees"] = rupees
+    env.filters["units"] = lambda n: f"{n:,} unit" + ("" if n == 1 else "s")
     env.filters["day"] = lambda iso: date.fromisoformat(str(iso)).strftime("%d %b %Y")
     return env
 
@@ -122,8 +132,10 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
     from recon.domain.keys import debit_note_key
 
     by_supplier: dict[str, list[asyncpg.Record]] = {}
-    for r in await debit_note_lines(conn, workflow_id, supplier_id):
+    rows_of_night = await debit_note_lines(conn, workflow_id, supplier_id)
+    for r in rows_of_night:
         by_supplier.setdefault(r["supplier_id"], []).append(r)
+    receipts, bills = await _history(conn, workflow_id, business_date, warehouse, rows_of_night)
     notes = []
     for supplier_id, rows in by_supplier.items():
         total = sum(int(r["amount_paise"]) for r in rows)
@@ -139,10 +151,40 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
                 kind=r["kind"], sku=r["sku"],
                 invoiced_qty=r["invoiced_qty"], received_qty=r["received_qty"],
                 invoice_price_paise=r["invoice_price_paise"], po_price_paise=r["po_price_paise"],
-                amount_paise=int(r["amount_paise"]),
+                amount_paise=int(r["amount_paise"]), po_number=r["po_number"],
+                invoice_date=_day(r["invoice_date"]), received_to_date=r["received_to_date"],
+                billed_before=r["prior_accepted"], beyond_order=r["beyond_order"],
+                receipts=receipts.get((r["po_number"], r["sku"]), []),
+                earlier_bills=bills.get((r["po_number"], r["sku"]), []),
+                repeats=number_of(r["repeats"], supplier_id) if r["repeats"] else None,
             ) for r in rows],
         ))
     return notes
+
+
+def _day(value: object) -> str | None:
+    return value.strftime("%d %b %Y") if isinstance(value, date) else None
+
+
+async def _history(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, business_date: str,
+                   warehouse: str, rows: list[asyncpg.Record]
+                   ) -> tuple[dict[tuple, list[str]], dict[tuple, list[str]]]:
+    """Per (PO, SKU): the receipts to date and the earlier bills, as a supplier reads them."""
+    po_lines = sorted({(r["po_number"], r["sku"]) for r in rows if r["po_number"]})
+    if not po_lines or not business_date:
+        return {}, {}
+    receipt_rows, bill_rows = await debit_note_history(
+        conn, workflow_id, warehouse, date.fromisoformat(business_date), po_lines)
+    receipts: dict[tuple, list[str]] = {}
+    for g in receipt_rows:
+        receipts.setdefault((g["po_number"], g["sku"]), []).append(
+            f"{g['receipt']} of {_day(g['received_on'])}: {g['qty_received']:,}")
+    bills: dict[tuple, list[str]] = {}
+    for b in bill_rows:
+        bills.setdefault((b["po_number"], b["sku"]), []).append(
+            f"{number_of(b['invoice_no'], b['supplier_id'])} of {_day(b['invoice_date'])}: "
+            f"{b['qty_accepted']:,}")
+    return receipts, bills
 
 
 def render_debit_note(note: DebitNote, sender_name: str = "Accounts Payable") -> Document:

@@ -152,15 +152,56 @@ async def get_message(conn: Db, key: str) -> asyncpg.Record | None:
 
 
 # ---------------------------------------------------------------------------- what messages say
+# Each line a debit note claims, with the facts a supplier checks it by: what was received to date
+# and billed before on the PO line (the weighing's figures), what the night accepted, and the bill
+# it may repeat (its fingerprint is under the night the bill came in: a carried line's
+# `carried_from`).
 _NOTE_LINES = """
 SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount_paise,
-       c.sku, c.invoiced_qty, c.received_qty, c.invoice_price_paise, c.po_price_paise
+       c.sku, c.invoiced_qty, c.received_qty, c.invoice_price_paise, c.po_price_paise,
+       c.po_number, c.received_to_date, c.prior_accepted, c.beyond_order,
+       lm.invoice_date,
+       f.duplicate_of AS repeats, f.duplicate_night AS repeats_night
 FROM open_mismatches m
 JOIN suppliers s USING (supplier_id)
 JOIN comparisons c ON c.workflow_id = m.workflow_id AND c.invoice_no = m.invoice_no
                   AND c.line_no = m.line_no
+LEFT JOIN line_matches lm ON lm.workflow_id = m.workflow_id AND lm.invoice_no = m.invoice_no
+                         AND lm.line_no = m.line_no
+LEFT JOIN invoice_fingerprints f ON f.workflow_id = coalesce(lm.carried_from, m.workflow_id)
+                                AND f.invoice_no = m.invoice_no
 WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
 ORDER BY m.supplier_id, m.invoice_no, m.line_no, m.kind
+"""
+
+# Per PO line of a note: the receipts dated on or before the night (the weighing's "received to
+# date"), and the earlier bills live acceptances of earlier nights hold, newest first; a few each.
+_NOTE_RECEIPTS = """
+SELECT g.po_number, g.sku, coalesce(g.receipt_ref, 'receipt ' || g.receipt_id) AS receipt,
+       g.received_on, g.qty_received
+FROM unnest($1::text[], $2::text[]) AS k(po_number, sku)
+CROSS JOIN LATERAL (
+    SELECT * FROM goods_receipts g
+    WHERE g.po_number = k.po_number AND g.sku = k.sku AND g.warehouse = $3
+      AND g.received_on <= $4 AND g.qty_received > 0
+    ORDER BY g.received_on DESC, g.receipt_id DESC LIMIT 5
+) g
+ORDER BY g.po_number, g.sku, g.received_on, g.receipt_id
+"""
+
+_NOTE_EARLIER_BILLS = """
+SELECT a.po_number, a.sku, a.invoice_no, a.supplier_id, a.business_date,
+       coalesce(lm.invoice_date, a.business_date) AS invoice_date, a.qty_accepted
+FROM unnest($1::text[], $2::text[]) AS k(po_number, sku)
+CROSS JOIN LATERAL (
+    SELECT * FROM acceptances a
+    WHERE a.warehouse = $3 AND a.po_number = k.po_number AND a.sku = k.sku AND a.live
+      AND a.business_date < $4 AND a.workflow_id <> $5 AND a.qty_accepted > 0
+    ORDER BY a.business_date DESC, a.invoice_no LIMIT 3
+) a
+LEFT JOIN line_matches lm ON lm.workflow_id = a.workflow_id AND lm.invoice_no = a.invoice_no
+                         AND lm.line_no = a.line_no
+ORDER BY a.po_number, a.sku, a.business_date, a.invoice_no
 """
 
 _SUPPLIERS = f"""
@@ -181,6 +222,16 @@ async def debit_note_lines(conn: Db, workflow_id: str,
                            supplier_id: str | None) -> list[asyncpg.Record]:
     """The open (not parked) mismatch lines a debit note lists, by supplier, invoice, line."""
     return await conn.fetch(_NOTE_LINES, workflow_id, supplier_id)
+
+
+async def debit_note_history(conn: Db, workflow_id: str, warehouse: str, business_date,
+                             po_lines: list[tuple[str, str]]) -> tuple[list[asyncpg.Record],
+                                                                      list[asyncpg.Record]]:
+    """(receipts, earlier bills) of the PO lines a night's debit notes claim on."""
+    pos, skus = [p for p, _ in po_lines], [s for _, s in po_lines]
+    receipts = await conn.fetch(_NOTE_RECEIPTS, pos, skus, warehouse, business_date)
+    bills = await conn.fetch(_NOTE_EARLIER_BILLS, pos, skus, warehouse, business_date, workflow_id)
+    return receipts, bills
 
 
 async def summary_suppliers(conn: Db, workflow_id: str) -> list[asyncpg.Record]:
