@@ -52,7 +52,7 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
         Setting("RECON_TASK_QUEUE", "task_queue", TEXT, "recon", "task queue of workers and runs"),
         Setting("RECON_HOME", None, TEXT, ".recon",
                 "where `recon dev` keeps its data and `env` file; from the environment only (it says "
-                "where that file is)"),
+                "where that file is), and set but empty it is the working directory"),
     )),
     ("A night's work", (
         Setting("RECON_WAREHOUSE", "warehouse", TEXT, "ldh",
