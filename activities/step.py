@@ -27,16 +27,16 @@ from temporalio.exceptions import ApplicationError
 
 from activities.lost_worker import forget_sticky_worker
 from recon.domain.errors import StaleAttempt, classify, outage_in_words, retry_wait
+from recon.domain.settings_table import default_of
 from recon.runtime import failpoints
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 # Temporary errors (a database, model provider or Temporal restarting) are retried with growing
-# waits, capped, for the outage window (RECON_OUTAGE_WINDOW, default 30 minutes) before the run
-# asks a person. The outage's start travels from attempt to attempt in the heartbeat details.
+# waits, capped, for the outage window (RECON_OUTAGE_WINDOW) before the run asks a person. The
+# outage's start travels from attempt to attempt in the heartbeat details.
 RETRY_WAIT_CAP_SECONDS = 30.0
-DEFAULT_OUTAGE_WINDOW_SECONDS = 1800.0
 
 # A mutable box per attempt: the ticker task holds a copy of the context, so it must share the box.
 _progress: contextvars.ContextVar[dict] = contextvars.ContextVar("progress")
@@ -85,9 +85,9 @@ def _beat() -> None:
 
 def _outage_window(args: tuple) -> float:
     """The window of the activity's class (a method's `self` carries the worker's settings);
-    the default for a plain function, as in a test of one step."""
+    the setting's default for a plain function, as in a test of one step."""
     window = getattr(args[0], "outage_window_seconds", None) if args else None
-    return window if isinstance(window, int | float) else DEFAULT_OUTAGE_WINDOW_SECONDS
+    return window if isinstance(window, int | float) else default_of("RECON_OUTAGE_WINDOW")
 
 
 def _temporary(exc: Exception, attempt: int, window: float) -> ApplicationError:

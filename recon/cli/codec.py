@@ -11,13 +11,15 @@ import typer
 
 from recon.cli.common import MAX_PORT, console, user_errors
 from recon.domain.errors import Refused
+from recon.domain.settings_table import default_of
 from recon.runtime.config import load_settings
 
 
 @user_errors
 def codec_server(
     host: Annotated[str | None, typer.Option(
-        help="Address to bind (default RECON_CODEC_HOST, 127.0.0.1: this machine only).")] = None,
+        help=f"Address to bind (default RECON_CODEC_HOST, {default_of('RECON_CODEC_HOST')}: "
+             "this machine only).")] = None,
     port: Annotated[int | None, typer.Option(
         help="Port (default RECON_CODEC_PORT).", min=1, max=MAX_PORT)] = None,
     origin: Annotated[list[str] | None, typer.Option(

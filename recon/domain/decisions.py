@@ -29,9 +29,9 @@ MAX_SIGNED_AT = 40
 MAX_REFUSED_PER_HANDOVER = 20
 # How many ignored decisions the run's memo keeps (with a count of all of them).
 IGNORED_KEPT = 5
-# A signature older than this (against the time the run received it) is stale; one dated more
-# than FUTURE_SKEW ahead of it is refused too (a clock far off, or a signature made for later).
-DEFAULT_MAX_AGE_SECONDS = 900.0
+# A signature older than the worker's RECON_DECISION_MAX_AGE (against the time the run received
+# it) is stale; one dated more than FUTURE_SKEW ahead of it is refused too (a clock far off, or a
+# signature made for later).
 FUTURE_SKEW = timedelta(seconds=60)
 
 PURPOSE = "recon-decision/1"  # a signature over a decision is never valid for anything else

@@ -13,6 +13,8 @@ from typing import Any
 
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
+from recon.domain.settings_table import default_of
+
 
 class RunStatus(StrEnum):
     """The business status (search attribute ReconStatus, `Progress.status`, `RunSummary.status`).
@@ -55,7 +57,7 @@ def night_start_options(
 
 
 def undo_start_options(run_workflow_id: str, scope: str, by: str, reason: str,
-                       namespace: str = "default") -> dict[str, Any]:
+                       namespace: str = default_of("TEMPORAL_NAMESPACE")) -> dict[str, Any]:
     """An undo names the run it compensates and links to its page in the Web UI."""
     return {
         "static_summary": f"Undo of {run_workflow_id} ({scope})",

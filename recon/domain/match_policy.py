@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recon.domain import price_rule
+from recon.domain.settings_table import default_of
+
 
 @dataclass(frozen=True)
 class MatchPolicy:
-    receipt_grace_days: int = 3  # 0: a bill ahead of its goods is claimed at once
-    price_tolerance_paise: int = 0  # per unit; 0: no absolute tolerance
-    price_tolerance_percent: float = 0.0  # of the PO price; 0: no percentage tolerance
+    # The settings' defaults (recon.domain.settings_table), for a policy made without settings.
+    receipt_grace_days: int = default_of("RECON_RECEIPT_GRACE_DAYS")  # 0: claimed at once
+    price_tolerance_paise: int = default_of("RECON_PRICE_TOLERANCE_PAISE")  # per unit; 0: none
+    price_tolerance_percent: float = default_of("RECON_PRICE_TOLERANCE_PERCENT")  # of the PO price
 
     @classmethod
     def of(cls, settings) -> MatchPolicy:  # recon.runtime.config.Settings
@@ -19,15 +23,9 @@ class MatchPolicy:
                    settings.price_tolerance_percent)
 
     def tolerates(self, invoice_price_paise: int, po_price_paise: int) -> bool:
-        """The rule in Python, as `_PRICE_TOLERATED` states it in SQL (a unit test holds the two
-        together): with no tolerance set, any difference counts; with one set, a difference within
-        it is tolerated; with both set, only a difference within both."""
-        diff = abs(invoice_price_paise - po_price_paise)
-        if diff == 0:
-            return True
-        if not self.price_tolerance_paise and not self.price_tolerance_percent:
-            return False
-        within_paise = not self.price_tolerance_paise or diff <= self.price_tolerance_paise
-        within_share = (not self.price_tolerance_percent
-                        or diff * 100 <= self.price_tolerance_percent * po_price_paise)
-        return within_paise and within_share
+        """The rule step 6 applies in SQL, read from the same text (recon.domain.price_rule):
+        with no tolerance set, any difference counts; with one set, a difference within it is
+        tolerated; with both set, only a difference within both."""
+        return price_rule.holds(price=invoice_price_paise, po_price=po_price_paise,
+                                paise=self.price_tolerance_paise,
+                                percent=self.price_tolerance_percent)

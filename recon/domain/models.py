@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from recon.domain import keys
 from recon.domain.labels import RunStatus
+from recon.domain.settings_table import default_of, run_input
 
 
 class RunRequest(BaseModel):
@@ -16,13 +17,15 @@ class RunRequest(BaseModel):
     # The gate's limits and the finance head's address are the worker's configuration, not the
     # run's (whoever starts a run must not widen its gate or redirect its mail): runs started
     # before carry `finance_head_email` and `max_*` fields here, which are now ignored.
-    # Bounded and finite: a raw `temporal workflow start` with `nan` or `inf` is refused when the
-    # input is decoded, with the field's name, never run with it.
-    extract_batch_size: int = Field(default=50, ge=1, le=100_000)
-    post_batch_size: int = Field(default=5000, ge=1, le=1_000_000)
-    heartbeat_seconds: float = Field(default=2.0, gt=0, le=3600, allow_inf_nan=False)
+    # Defaults and bounds are the settings' (recon.domain.settings_table): a run started without a
+    # field replays with the setting's default. Bounded and finite: a raw `temporal workflow start`
+    # with `nan` or `inf` is refused when the input is decoded, with the field's name, never run.
+    extract_batch_size: int = Field(**run_input("RECON_EXTRACT_BATCH"))
+    post_batch_size: int = Field(**run_input("RECON_POST_BATCH"))
+    heartbeat_seconds: float = Field(**run_input("RECON_HEARTBEAT_SECONDS"))
     # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
-    reminder_utc_time: str = Field(default="03:30:00", pattern=r"^\d{2}:\d{2}:\d{2}$")
+    reminder_utc_time: str = Field(default=default_of("RECON_REMINDER_UTC"),
+                                   pattern=r"^\d{2}:\d{2}:\d{2}$")
     # A redo (`recon redo`) runs this same workflow under its own id for a night that was undone:
     # steps 1-6 are already in Postgres under `redo_of`, so it posts, books and notifies again,
     # under the night's keys in the current generation, for one supplier or the whole night.
@@ -53,7 +56,7 @@ class ExtractBatch(BaseModel):
 class PostInput(BaseModel):
     workflow_id: str
     warehouse: str
-    batch_size: int = 5000
+    batch_size: int = default_of("RECON_POST_BATCH")
     supplier_id: str | None = None  # a redo of one supplier; None: the whole night
 
 
@@ -208,7 +211,7 @@ class UndoRequest(BaseModel):
     references: list[str] = Field(default_factory=list)
     reason: str
     by: str
-    heartbeat_seconds: float = 2.0
+    heartbeat_seconds: float = default_of("RECON_HEARTBEAT_SECONDS")
     # A signed request (recon.domain.requests, purpose recon-undo/1), checked by the undo workflow
     # before it reverses anything; empty only for the undo a night starts for itself after a
     # signed `undo` decision (authorised by its parent, workflows/requests.py).

@@ -30,6 +30,7 @@ import aiosmtplib
 import asyncpg
 import structlog
 
+from recon.domain.settings_table import default_of
 from recon.mail.envelope import build_email, mail_domain, message_id
 from recon.mail.failures import SUPPLIER_FACING, Unbuildable, classify, open_delivery_handover
 from recon.mail.smtp_url import SmtpTarget
@@ -68,9 +69,10 @@ class SenderConfig:
     target: SmtpTarget
     mail_from: str
     finance_head_email: str
-    lanes: int = 4
-    retry_seconds: float = 5.0
-    poll_seconds: float = 30.0
+    # The settings' defaults (recon.domain.settings_table), for a sender made without settings.
+    lanes: int = default_of("RECON_SENDER_LANES")
+    retry_seconds: float = default_of("RECON_MAIL_RETRY_SECONDS")
+    poll_seconds: float = default_of("RECON_MAIL_POLL_SECONDS")
     smtp_timeout: float = 30.0
 
 

@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
 from recon.domain.errors import PayloadUnreadable, UnknownPayloadKey
+from recon.domain.settings_table import default_of
 from recon.runtime.codec import PayloadCipher
 from recon.runtime.keyring import Keyring
 
@@ -42,7 +43,7 @@ class CodecService:
     keyring: Keyring
     token: str
     origins: frozenset[str]
-    namespace: str = "default"
+    namespace: str = default_of("TEMPORAL_NAMESPACE")
     _ciphers: dict[str, PayloadCipher] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -154,7 +155,8 @@ class CodecHandler(BaseHTTPRequestHandler):
         self._reply(HTTPStatus.OK, answer, cors)
 
 
-def serve(service: CodecService, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+def serve(service: CodecService, host: str = default_of("RECON_CODEC_HOST"),
+          port: int = 0) -> ThreadingHTTPServer:
     """Bound and listening; the caller runs `serve_forever` (a thread) and `shutdown`s it."""
     handler = type("BoundCodecHandler", (CodecHandler,), {"service": service})
     server = ThreadingHTTPServer((host, port), handler)
@@ -167,7 +169,7 @@ class CodecServerThread:
     """The codec server in a background thread of this process (`recon dev`, tests)."""
 
     service: CodecService
-    host: str = "127.0.0.1"
+    host: str = default_of("RECON_CODEC_HOST")
     port: int = 0
     server: ThreadingHTTPServer | None = None
 

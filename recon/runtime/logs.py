@@ -3,7 +3,7 @@ standard library, so our own lines and the Temporal SDK's `activity.logger` / `w
 lines come out in one format.
 
 - In a terminal: readable console lines. Not a terminal, or RECON_LOG_FORMAT=json: one JSON
-  object per line (for the log shipper). RECON_LOG_LEVEL picks the level (default INFO).
+  object per line (for the log shipper). RECON_LOG_LEVEL picks the level (docs/settings.md).
 - Lines from an activity or a workflow carry workflow_id, run_id, step (the activity type or the
   workflow type), attempt, activity_id: taken from the `temporal_activity` / `temporal_workflow`
   dicts the SDK puts in `extra`. Workflow lines are not written during replay (SDK default).

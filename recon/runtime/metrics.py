@@ -1,8 +1,8 @@
 """Metrics: the SDK's own (task latencies, polls, slots, ...) and ours, on one Prometheus endpoint.
 
 `RECON_METRICS_PORT` set: the worker builds a Temporal Runtime whose telemetry serves
-`http://RECON_METRICS_HOST:PORT/metrics` (loopback, 127.0.0.1, unless the host says
-otherwise), and every meter (the worker's, `activity.metric_meter()`,
+`http://RECON_METRICS_HOST:PORT/metrics` (loopback unless the host says otherwise,
+docs/settings.md), and every meter (the worker's, `activity.metric_meter()`,
 `workflow.metric_meter()`) reports there. Unset: no endpoint, the SDK default runtime.
 
 Our names (all documented in README "Metrics"):
@@ -19,8 +19,8 @@ Our names (all documented in README "Metrics"):
   recon_outbox_pending                   gauge: outbox rows not sent yet (from Postgres)
   recon_model_requests                   gauge: requests recorded in model_calls (from Postgres)
   recon_ledger_entries                   gauge: rows in ledger_entries (from Postgres)
-The gauges are read from Postgres by each worker every RECON_METRICS_REFRESH seconds (default 10),
-so they are true for the whole system, not for one process.
+The gauges are read from Postgres by each worker every RECON_METRICS_REFRESH seconds, so they
+are true for the whole system, not for one process.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import asyncpg
 from temporalio.common import MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from recon.domain.settings_table import default_of
 from recon.store.gauges import read_gauges
 
 _runtime: Runtime | None = None
@@ -42,7 +43,7 @@ def bind_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def runtime_for(port: int, host: str = "127.0.0.1") -> Runtime | None:
+def runtime_for(port: int, host: str = default_of("RECON_METRICS_HOST")) -> Runtime | None:
     """One Runtime per process (the SDK allows many but each has its own threads)."""
     global _runtime
     if port <= 0:

@@ -21,6 +21,7 @@ from datetime import date
 
 import asyncpg
 
+from recon.domain import price_rule
 from recon.domain.keys import ADJUSTMENT, row_template
 from recon.domain.match_policy import MatchPolicy
 from recon.store.db import both, lock_run, spare_connection
@@ -232,13 +233,10 @@ async def _fingerprint(conn: asyncpg.Connection, workflow_id: str, business_date
     await conn.execute(_FINGERPRINT, workflow_id, business_date, supplier_id)
 
 
-# The price rule of MatchPolicy.tolerates, in SQL ($3 paise per unit, $4 percent; 0 = not set).
-_PRICE_TOLERATED = """(
-    ($3::bigint > 0 OR $4::float8 > 0)
-    AND ($3::bigint = 0 OR abs(invoice_price_paise - po_price_paise) <= $3::bigint)
-    AND ($4::float8 = 0
-         OR abs(invoice_price_paise - po_price_paise) * 100.0 <= $4::float8 * po_price_paise)
-)"""
+# The price rule (recon.domain.price_rule, the text MatchPolicy.tolerates reads too) over the
+# comparison's columns and _FLAG's parameters: the tolerances `_flag` passes third and fourth.
+_PRICE_TOLERATED = price_rule.as_sql(price="invoice_price_paise", po_price="po_price_paise",
+                                     paise="$3::bigint", percent="$4::float8")
 
 # A line carried from an earlier night's hold has its bill's fingerprint under the night the bill
 # came in (`carried_from`), not under the night that claims it.

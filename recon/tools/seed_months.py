@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from recon.domain.keys import invoice_ref
+from recon.domain.settings_table import default_of
 from recon.tools.seed_plan import (
     MAX_LINES,
     ExpectedAdjustment,
@@ -42,7 +43,7 @@ from recon.tools.seed_plan import (
 
 MAX_NIGHTS = 366  # a year of nights
 MAX_MONTH_INVOICES = 1_000_000  # regular invoices over all nights: one transaction writes them
-DEFAULT_GRACE_DAYS = 3  # RECON_RECEIPT_GRACE_DAYS when unset
+DEFAULT_GRACE_DAYS: int = default_of("RECON_RECEIPT_GRACE_DAYS")  # the worker's, when unset
 
 
 @dataclass(frozen=True, slots=True)

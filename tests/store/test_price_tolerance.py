@@ -1,5 +1,6 @@
-"""One price rule in two languages: `MatchPolicy.tolerates` and the SQL step 6 applies
-(`comparing._PRICE_TOLERATED`) agree on every case of a grid, with each tolerance set or not."""
+"""One price rule, two readers of its one text (recon.domain.price_rule): `MatchPolicy.tolerates`
+and the SQL step 6 applies (`weighing._PRICE_TOLERATED`) agree on every case of a grid, with each
+tolerance set or not."""
 
 from __future__ import annotations
 

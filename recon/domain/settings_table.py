@@ -1,0 +1,227 @@
+"""Every setting recon reads, declared once: its variable, its `Settings` field, its type, its
+default, its bounds and one line of doc.
+
+`recon.runtime.config` builds `Settings` and its parser from these rows, `recon.runtime.settings_doc`
+writes docs/settings.md from them, and the defaults a workflow's input carries (`RunRequest`,
+`PostInput`, `UndoRequest`), the match policy's and the sender's are read from here rather than
+written again. It lives in `recon.domain`, pure data, because workflow code may import nothing
+else: changing the default of a run's input changes what a history recorded without that field
+replays with, so do it with a patch, never here alone.
+
+The rows keep the order in which `load_settings` used to check them, so with two bad values the
+same one is reported first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The types, as the settings page names them.
+TEXT = "text"
+OPTIONAL = "text, may be unset"
+WHOLE = "whole number"
+NUMBER = "number"
+CLOCK = "UTC time"
+
+MAX_PAISE = 10**15  # ₹10 lakh crore: no limit in paise above this is meant (and sums stay exact)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row. `low` is inclusive unless `above`; a number (not a whole one) is also finite."""
+
+    name: str  # the environment variable (and the line of `.recon/env`)
+    field: str | None  # its attribute of `Settings`; None: read where it is used, as `doc` says
+    kind: str
+    default: str | int | float | None  # None: unset
+    doc: str
+    low: int | float | None = None
+    above: bool = False
+    high: int | float | None = None
+    high_words: str | None = None  # the refusal above `high`, where it has words of its own
+    secret: bool = False  # kept out of `repr(settings)`
+
+
+
+GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
+    ("Servers", (
+        Setting("TEMPORAL_ADDRESS", "temporal_address", TEXT, "localhost:7233", "Temporal frontend"),
+        Setting("TEMPORAL_NAMESPACE", "temporal_namespace", TEXT, "default", "Temporal namespace"),
+        Setting("DATABASE_URL", "database_url", OPTIONAL, None,
+                "PostgreSQL; `recon dev` writes it to `.recon/env`"),
+        Setting("RECON_TASK_QUEUE", "task_queue", TEXT, "recon", "task queue of workers and runs"),
+        Setting("RECON_HOME", None, TEXT, ".recon",
+                "where `recon dev` keeps its data and `env` file; from the environment only (it says "
+                "where that file is), and set but empty it is the working directory"),
+    )),
+    ("A night's work", (
+        Setting("RECON_WAREHOUSE", "warehouse", TEXT, "ldh",
+                "warehouse of `recon run` without `--warehouse`, and of the demo schedule of "
+                "`recon dev --schedule`"),
+        Setting("RECON_POST_BATCH", "post_batch_size", WHOLE, 5000,
+                "ledger / stock entries per transaction (a crash redoes at most one); "
+                "fixed in a run's input when it starts", low=1, high=1_000_000),
+        Setting("RECON_EXTRACT_BATCH", "extract_batch_size", WHOLE, 50,
+                "invoices per extraction activity; fixed in a run's input when it starts",
+                low=1, high=100_000),
+        Setting("RECON_EXTRACT_CONCURRENCY", "extract_concurrency", WHOLE, 8,
+                "model calls in flight per extraction activity", low=1),
+    )),
+    ("The gate before debit notes (the worker's, never a run's input)", (
+        Setting("RECON_GATE_MAX_PARKED_RATIO", "gate_max_parked_ratio", NUMBER, 0.10,
+                "the gate hands over when more than this share of the night's invoices is parked",
+                low=0, above=True, high=1),
+        Setting("RECON_GATE_MAX_TOTAL_PAISE", "gate_max_total_paise", WHOLE, 1_00_00_000_00,
+                "the gate hands over when the sum of **absolute** adjustments (+₹50,000 and "
+                "−₹50,000 move ₹1,00,000) exceeds this many paise for the night (₹1 crore)",
+                low=1, high=MAX_PAISE),
+        Setting("RECON_GATE_MAX_ADJUSTMENT_SHARE", "gate_max_adjustment_share", NUMBER, 0.05,
+                "the gate hands over when the sum of absolute adjustments exceeds this share of "
+                "the night's invoiced value", low=0, above=True, high=1),
+        Setting("RECON_GATE_MAX_SUPPLIER_PAISE", "gate_max_supplier_paise", WHOLE, 25_00_000_00,
+                "the gate hands over when one supplier's sum of absolute adjustments exceeds this "
+                "many paise (₹25 lakh)", low=1, high=MAX_PAISE),
+    )),
+    ("The cumulative match (the worker's policy)", (
+        Setting("RECON_RECEIPT_GRACE_DAYS", "receipt_grace_days", WHOLE, 3,
+                "days a bill ahead of its goods (billed beyond what was received to date, within the "
+                "order) is held awaiting receipt before it is claimed as a quantity adjustment; "
+                "0 claims at once", low=0, high=365),
+        Setting("RECON_PRICE_TOLERANCE_PAISE", "price_tolerance_paise", WHOLE, 0,
+                "a price difference within this many paise per unit is no adjustment; 0 sets none; "
+                "with both tolerances set, a difference is tolerated only within both",
+                low=0, high=MAX_PAISE),
+        Setting("RECON_PRICE_TOLERANCE_PERCENT", "price_tolerance_percent", NUMBER, 0.0,
+                "a price difference within this percentage of the PO price is no adjustment; "
+                "0 sets none", low=0, high=100),
+    )),
+    ("Heartbeats, retries and reminders", (
+        Setting("RECON_HEARTBEAT_SECONDS", "heartbeat_seconds", NUMBER, 2.0,
+                "how fast a dead worker is noticed (a frozen worker's open transactions are ended by "
+                "Postgres after the same time, at least 2 s); fixed in a run's input when it starts",
+                low=0, above=True, high=3600),
+        Setting("RECON_REMINDER_UTC", "reminder_utc_time", CLOCK, "03:30:00",
+                "UTC time (`HH:MM[:SS]`) of the daily reminder while a run waits for a person "
+                "(09:00 in India); fixed in a run's input when it starts"),
+        Setting("RECON_OUTAGE_WINDOW", "outage_window_seconds", NUMBER, 1800.0,
+                "seconds a step keeps retrying temporary errors (database, Temporal or model provider "
+                "down) with growing waits, capped at 30 s, before it asks a person", low=0, above=True),
+    )),
+    ("Mail", (
+        Setting("SMTP_URL", "smtp_url", OPTIONAL, None,
+                "where mail goes: `smtp://host:port` (plain, loopback only with a password), "
+                "`smtp+starttls://user:pass@host:587` or `smtps://user:pass@host:465` (TLS, then "
+                "login); unset, nothing is sent (`recon dev` sets it to its loopback server)"),
+        Setting("RECON_MAIL_FROM", "mail_from", TEXT, "recon@distributor.example",
+                "sender address of every message (its domain is the `Message-ID` domain)"),
+        Setting("RECON_FINANCE_HEAD", "finance_head_email", TEXT, "finance.head@distributor.example",
+                "who gets summaries, handover notes and reminders (the worker's setting: a run's "
+                "input cannot redirect them)"),
+        Setting("RECON_MAIL_RETRY_SECONDS", "mail_retry_seconds", NUMBER, 5.0,
+                "first wait after a 4xx or an absent server (doubling to 15 min, for ever)",
+                low=0, above=True),
+        Setting("RECON_MAIL_POLL_SECONDS", "mail_poll_seconds", NUMBER, 30.0,
+                "the sender's slow poll behind LISTEN/NOTIFY", low=0, above=True),
+        Setting("RECON_SENDER_LANES", "sender_lanes", WHOLE, 4, "messages in flight per sender", low=1),
+    )),
+    ("The model (docs/model-calls.md)", (
+        Setting("OPENAI_API_KEY", "openai_api_key", OPTIONAL, None,
+                "extract with a model (OpenAI or any compatible server) instead of the offline parser"),
+        Setting("OPENAI_BASE_URL", "openai_base_url", OPTIONAL, None,
+                "a compatible server instead of OpenAI's"),
+        Setting("RECON_MODEL", "model", TEXT, "gpt-4o-mini", "the model extraction asks"),
+        Setting("RECON_MODEL_TIMEOUT", "model_timeout", NUMBER, 60.0, "seconds per model call",
+                low=0, above=True),
+        Setting("RECON_MODEL_RPM", "model_rpm", WHOLE, 0,
+                "requests per minute per worker process (0 = no limit)", low=0),
+        Setting("RECON_MODEL_TPM", "model_tpm", WHOLE, 0,
+                "tokens per minute per worker process (0 = no limit)", low=0),
+        Setting("RECON_MODEL_PRICE_IN", "model_price_in", NUMBER, 0.0,
+                "USD per million prompt tokens: the night's model bill (`recon inspect`, "
+                "`recon status`, the summary)", low=0),
+        Setting("RECON_MODEL_PRICE_OUT", "model_price_out", NUMBER, 0.0,
+                "USD per million completion tokens", low=0),
+        Setting("RECON_MODEL_TRIES", "model_tries", WHOLE, 3,
+                "tries per invoice for temporary model errors", low=1),
+        Setting("RECON_MODEL_RETRY_WAIT", "model_retry_wait", NUMBER, 1.0,
+                "first wait in seconds between those tries (doubles, never below Retry-After)", low=0),
+        Setting("RECON_MODEL_MAX_FAILED_SHARE", "model_max_failed_share", NUMBER, 0.10,
+                "share of failing invoices above which the step hands over instead of parking them",
+                low=0, high=1),
+        Setting("RECON_MODEL_MAX_DOCUMENT_BYTES", "model_max_document_bytes", WHOLE, 100_000,
+                "a document larger than this (UTF-8 bytes) is parked without being sent to the model",
+                low=1, high=50_000_000),
+    )),
+    ("Logs and metrics", (
+        Setting("RECON_LOG_FORMAT", None, OPTIONAL, None,
+                "`json` or `console` log lines; unset: console in a terminal, JSON otherwise "
+                "(from the environment only, by `recon/runtime/logs.py`)"),
+        Setting("RECON_LOG_LEVEL", None, TEXT, "INFO",
+                "log level (from the environment only, by `recon/runtime/logs.py`)"),
+        Setting("RECON_METRICS_HOST", "metrics_host", TEXT, "127.0.0.1",
+                "the address the worker's Prometheus endpoint (`/metrics`) binds: loopback unless you "
+                "open it"),
+        Setting("RECON_METRICS_PORT", "metrics_port", WHOLE, 0, "the endpoint's port; 0 = no endpoint",
+                low=0, high=65535),
+        Setting("RECON_METRICS_REFRESH", "metrics_refresh_seconds", NUMBER, 10.0,
+                "seconds between reads of the gauges from Postgres", low=0, above=True),
+    )),
+    ("Payload encryption and the codec server", (
+        Setting("RECON_PAYLOAD_KEYS", None, OPTIONAL, None,
+                "encrypt every payload sent through Temporal (AES-256-GCM): comma-separated "
+                "`id:base64-key` pairs of 32-byte keys, the first one current; unset (and no file): "
+                "payloads are JSON; read into `Settings.payload_keyring`"),
+        Setting("RECON_PAYLOAD_KEYS_FILE", "payload_keys_file", OPTIONAL, None,
+                "the same keys in a file, one a line, refused unless only its owner can read it "
+                "(`chmod 600`); one of this and `RECON_PAYLOAD_KEYS`, not both"),
+        Setting("RECON_CODEC_TOKEN", "codec_token", OPTIONAL, None,
+                "the token `recon codec-server` requires (`Authorization: Bearer …`, or the endpoint's "
+                "first path segment for a Web UI that sends no header); `recon dev` makes one",
+                secret=True),
+        Setting("RECON_CODEC_ORIGINS", "codec_origins", TEXT, "http://localhost:8233",
+                "the Web UI origins the codec server answers (CORS, comma-separated)"),
+        Setting("RECON_CODEC_HOST", "codec_host", TEXT, "127.0.0.1", "where the codec server listens"),
+        Setting("RECON_CODEC_PORT", "codec_port", WHOLE, 8234, "the codec server's port", low=1),
+    )),
+    ("Signed decisions (docs/design.md §3)", (
+        Setting("RECON_APPROVER_KEY", "approver_key", OPTIONAL, None,
+                "the file of your approver's private key (PEM): `recon approve` signs with it, "
+                "`recon approvers add/revoke` use it as the admin's key"),
+        Setting("RECON_FOUR_EYES_PAISE", "four_eyes_paise", WHOLE, 0,
+                "the worker's four-eyes amount: above it a decision that sends debit notes or parks "
+                "invoices needs two different approvers (0 = off)", low=0),
+        Setting("RECON_DECISION_MAX_AGE", "decision_max_age_seconds", NUMBER, 900.0,
+                "seconds a signed decision stays fresh", low=0, above=True, high=86_400,
+                high_words="1 to 86400 seconds"),
+    )),
+    ("Tests, the demo and `recon chaos` only", (
+        Setting("RECON_FAILPOINTS", "failpoints", TEXT, "",
+                "make the worker fail (or hold) at an exact spot (from the environment only, by "
+                "`recon/runtime/failpoints.py`)"),
+        Setting("RECON_FAILPOINT_RELEASE", None, TEXT, "",
+                "the file a `hold` failpoint waits for (from the environment only, by "
+                "`recon/runtime/failpoints.py`)"),
+    )),
+)
+
+SETTINGS: tuple[Setting, ...] = tuple(row for _, rows in GROUPS for row in rows)
+BY_NAME: dict[str, Setting] = {row.name: row for row in SETTINGS}
+
+
+def default_of(name: str) -> str | int | float | None:
+    """The default of one variable; a name missing from the table is a bug, so it raises."""
+    return BY_NAME[name].default
+
+
+def run_input(name: str) -> dict:
+    """A workflow input field's default and bounds, as pydantic's `Field` takes them: the value a
+    run started without the field replays with, and the same refusals as the setting's."""
+    row = BY_NAME[name]
+    bounds: dict = {"default": row.default}
+    if row.low is not None:
+        bounds["gt" if row.above else "ge"] = row.low
+    if row.high is not None:
+        bounds["le"] = row.high
+    if row.kind == NUMBER:
+        bounds["allow_inf_nan"] = False
+    return bounds
