@@ -19,9 +19,10 @@ class MatchPolicy:
                    settings.price_tolerance_percent)
 
     def tolerates(self, invoice_price_paise: int, po_price_paise: int) -> bool:
-        """The rule in Python, as `_PRICE_TOLERATED` states it in SQL (a unit test holds the two
-        together): with no tolerance set, any difference counts; with one set, a difference within
-        it is tolerated; with both set, only a difference within both."""
+        """The rule in Python, as `_PRICE_TOLERATED` states it in SQL, which step 6 applies
+        (tests/store/test_price_tolerance.py holds the two together): with no tolerance set, any
+        difference counts; with one set, a difference within it is tolerated; with both set, only
+        a difference within both."""
         diff = abs(invoice_price_paise - po_price_paise)
         if diff == 0:
             return True

@@ -4,8 +4,9 @@
     uv run python tests/histories/record.py crash_and_resume handover_undo   # some
 
 Run it after a deliberate change to workflow code (and a `workflow.patched` guard for runs that
-are in flight: see README "Changing workflow code"), then commit the JSON files. Each story runs
-for real: worker processes, a hard kill, a ledger that refuses entries, a person's decision.
+are in flight: see docs/contributing.md, "Changing workflow code"), then commit the JSON files.
+Each story runs for real: worker processes, a hard kill, a ledger that refuses entries, a
+person's decision.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from recon.documents.seed import seed_night  # noqa: E402
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
 from recon.domain.models import Decision  # noqa: E402
@@ -33,6 +33,7 @@ from recon.runtime.config import Settings, load_settings  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.runtime.temporal_client import connect  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from recon.tools.seed import seed_night  # noqa: E402
 from starter import start_night  # noqa: E402
 
 HISTORIES = Path(__file__).resolve().parent

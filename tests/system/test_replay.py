@@ -2,8 +2,9 @@
 
 If a change to the workflow would make old runs fail on replay, these tests fail first. The
 stories (crash and resume, each decision on a handover, undo, supplier undo, a scheduled night)
-are recorded by one command, `uv run python tests/histories/record.py`; see README "Changing
-workflow code" for when to record again and how `workflow.patched` keeps old runs replaying.
+are recorded by one command, `uv run python tests/histories/record.py`; see docs/contributing.md
+"Changing workflow code" for when to record again and how `workflow.patched` keeps old runs
+replaying.
 """
 
 from __future__ import annotations
