@@ -35,8 +35,8 @@ STICKY_TIMEOUT = timedelta(milliseconds=200)
 # The cyclic collector's first threshold (Python's default: every 700 net allocations). A worker
 # extracting a big night holds tens of thousands of parsed invoices in flight (16 batches of
 # groups), and with the default the collector rescans them every few hundred allocations: the
-# offline parser ran 1.4-2x slower with its results kept than with them dropped. Measured in
-# docs/design.md §8; the older generations keep their default ratios.
+# offline parser ran 1.4-2x slower with its results kept than with them dropped (bench/README.md,
+# 2026-12-01 12:23; the rule: docs/design.md §8). The older generations keep their default ratios.
 COLLECT_EVERY = 10_000
 
 

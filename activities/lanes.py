@@ -2,7 +2,8 @@
 
 Step 8 is one statement per range and no Python in between, so one connection keeps one
 Postgres backend busy while the machine's other core idles: two lanes took a 246k-line night's
-ranges from 4.4-4.6 s to 2.8-3.2 s (docs/design.md §8).
+ranges from 4.4-4.6 s to 2.8-3.2 s (bench/README.md, 2026-12-01 16:34; the rule:
+docs/design.md §8).
 
 What stays as it was with one lane:
 - every range is one transaction, keyed per row, so a range booked twice moves nothing twice;

@@ -21,7 +21,8 @@ from activities.weighing import WeighingActivities
 
 
 def activities_for(resources: Resources) -> list[Callable[..., Any]]:
-    """The bound activity methods, in step order, then the handover, undo and schedule rooms."""
+    """The bound activity methods: the steps in order (and the redo's weigh_again), then the
+    handover, decision, request, undo and schedule activities."""
     invoices = InvoiceActivities(resources)
     matching = MatchingActivities(resources)
     weighing = WeighingActivities(resources)

@@ -1,7 +1,7 @@
 """Every exception class of the product, and the three failure classes of docs/design.md §2,
 decided in one place.
 
-temporary  -> retry (same keys) a few times with growing waits
+temporary  -> retry (same keys) with growing waits until the outage window has passed
 permanent  -> for one item: park it (handled where the item is known)
 unknown    -> stop the run and hand it to a person
 

@@ -1,4 +1,6 @@
-"""Every id and idempotency key shape of the product (docs/design.md §1), in one place.
+"""Every idempotency key shape of the product, and the workflow ids of a night, its undos and its
+redos (docs/design.md §1). Not yet every id: the Schedule's id is spelled in recon/ops/schedules.py,
+`recon chaos` builds its night's id itself, and recon/mail/documents.py reads ids back by pattern.
 
 Every idempotency key starts with the workflow id of the night (never a Temporal run id), so a
 reset or a redo collides with what the night already wrote. A redo after an undo needs fresh

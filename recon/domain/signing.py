@@ -3,7 +3,7 @@
 Private keys travel as unencrypted PKCS#8 PEM (the file `recon approvers add` writes, mode
 0600); public keys as SubjectPublicKeyInfo PEM (what `--public-key` reads, e.g. from
 `openssl pkey -in key.pem -pubout`) and are stored as their 32 raw bytes. Signatures are the
-64-byte Ed25519 signature of `approvals.canonical_decision`, in standard base64. Not imported
+64-byte Ed25519 signature of `decisions.canonical_decision`, in standard base64. Not imported
 by workflow code: the check runs in an activity.
 """
 

@@ -1,8 +1,8 @@
 """`recon undo`: check the request against what the run really did, then start the undo workflow.
 
-A run that is still going is refused (README: "undo of an unfinished run is refused"): its
-handover's `--decision undo` is the way to undo a run that is waiting, and the forward run then
-runs the same undo workflow itself, so the two can never both run.
+A run that is still going is refused (docs/architecture.md: "undo of an unfinished run is
+refused"): its handover's `--decision undo` is the way to undo a run that is waiting, and the
+forward run then runs the same undo workflow itself, so the two can never both run.
 
 The request is signed (recon.ops.requests.signed_request); the undo workflow checks the signature
 before it reverses anything, and a refused request fails it in one line: that line is what

@@ -1,7 +1,8 @@
 """Delivering the outbox, and reading what its messages say: every statement the mail side runs
 against `outbox` and the rows its documents are rendered from.
 
-The sender's transaction shape is the delivery guarantee (README "did the mail go?"):
+The sender's transaction shape is the delivery guarantee (docs/architecture.md, "Where each recovery
+mechanism lives": "did the mail go?"):
 
     BEGIN
     SELECT … FROM outbox WHERE due … LIMIT 1 FOR UPDATE SKIP LOCKED   -- claim_due

@@ -4,8 +4,9 @@
     uv run python tests/histories/record.py crash_and_resume handover_undo   # some
 
 Run it after a deliberate change to workflow code (and a `workflow.patched` guard for runs that
-are in flight: see README "Changing workflow code"), then commit the JSON files. Each story runs
-for real: worker processes, a hard kill, a ledger that refuses entries, a person's decision.
+are in flight: see docs/contributing.md, "Changing workflow code"), then commit the JSON files.
+Each story runs for real: worker processes, a hard kill, a ledger that refuses entries, a
+person's decision.
 """
 
 from __future__ import annotations

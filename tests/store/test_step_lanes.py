@@ -1,4 +1,4 @@
-"""Steps 3, 4 and 5 on two connections (recon/store/lanes.py, matching.py, comparing.py): the
+"""Steps 3, 4 and 5 on two connections (recon/store/lanes.py, matching.py, weighing.py): the
 matches and the snapshot taken in two lanes are those taken in one, a lane committed before a
 crash is never taken twice, and step 5's fingerprints, written on a second connection while it
 weighs, are one per bill, a retry adding only the missing."""

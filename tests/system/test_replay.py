@@ -1,7 +1,8 @@
 """Determinism on fresh runs: a night run now replays at once, and one recorded under key A replays
 after the rotation to key B (and not without A). Every kept history in tests/histories/ replays
-in the fast tier: tests/workflows/test_histories.py; see README "Changing workflow code" for when
-to record them again and how `workflow.patched` (workflows/patches.py) keeps old runs replaying.
+in the fast tier: tests/workflows/test_histories.py; see docs/contributing.md "Changing workflow
+code" for when to record them again and how `workflow.patched` (workflows/patches.py) keeps old
+runs replaying.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The rooms of `recon/` and the arrows between them (docs/design.md "Rooms and layers").
+"""The rooms of `recon/` and the arrows between them (docs/architecture.md "Rooms and layers").
 
 Every import of the product counts, late ones inside functions included: a circle hidden by a
 late import is still a circle. The rule, read as "may import":

@@ -1,4 +1,4 @@
-"""The rooms of docs/design.md hold: every SQL statement of the product is in recon/store, and
+"""The rooms of docs/architecture.md hold: every SQL statement of the product is in recon/store, and
 no module of the product or of bench/ grows past 500 lines (a smell detector: the rooms organise,
 the cap only flags a file that outgrew its one idea)."""
 
