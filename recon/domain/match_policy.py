@@ -1,6 +1,7 @@
 """The money rules of the cumulative three-way match (docs/design.md §12), as the worker's
-policy: how long a bill ahead of its goods is held, and how far an invoice price may stray from
-the PO price before it is an adjustment. Pure values; recon/store/weighing.py applies them."""
+policy: how long a bill ahead of its goods is held, how far an invoice price may stray from
+the PO price before it is an adjustment, and how much beyond the order a line may accept. Pure
+values; recon/store/weighing.py applies them."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ class MatchPolicy:
     receipt_grace_days: int = default_of("RECON_RECEIPT_GRACE_DAYS")  # 0: claimed at once
     price_tolerance_paise: int = default_of("RECON_PRICE_TOLERANCE_PAISE")  # per unit; 0: none
     price_tolerance_percent: float = default_of("RECON_PRICE_TOLERANCE_PERCENT")  # of the PO price
+    # of the PO line's quantity: what a line may accept beyond the order, whatever arrived
+    overdelivery_tolerance_percent: float = default_of("RECON_OVERDELIVERY_TOLERANCE_PERCENT")
 
     @classmethod
     def of(cls, settings) -> MatchPolicy:  # recon.runtime.config.Settings
         return cls(settings.receipt_grace_days, settings.price_tolerance_paise,
-                   settings.price_tolerance_percent)
+                   settings.price_tolerance_percent, settings.overdelivery_tolerance_percent)
 
     def tolerates(self, invoice_price_paise: int, po_price_paise: int) -> bool:
         """The rule step 6 applies in SQL, read from the same text (recon.domain.price_rule):

@@ -87,6 +87,12 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "days a bill ahead of its goods (billed beyond what was received to date, within the "
                 "order) is held awaiting receipt before it is claimed as a quantity adjustment; "
                 "0 claims at once", low=0, high=365),
+        Setting("RECON_OVERDELIVERY_TOLERANCE_PERCENT", "overdelivery_tolerance_percent", NUMBER,
+                0.0,
+                "a line may accept up to this percentage more than the PO line ordered, whatever "
+                "arrived; units billed beyond it are claimed as a quantity adjustment and named in "
+                "the summary as an over-delivery; 0 accepts no unit beyond the order",
+                low=0, high=100),
         Setting("RECON_PRICE_TOLERANCE_PAISE", "price_tolerance_paise", WHOLE, 0,
                 "a price difference within this many paise per unit is no adjustment; 0 sets none; "
                 "with both tolerances set, a difference is tolerated only within both",

@@ -23,6 +23,7 @@ from recon.store.held_lines import carried_into, held_by
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
 from recon.store.model_bill import model_bill
 from recon.store.run_facts import run_facts
+from recon.store.weighing import over_deliveries
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class SummaryData:
     credit_notes: list[dict] = field(default_factory=list)  # suppliers' credit notes of the night
     held: list[dict] = field(default_factory=list)  # lines held awaiting receipt (not claimed)
     carried: int = 0  # lines carried in from earlier nights' holds
+    over_delivered: list[dict] = field(default_factory=list)  # billed beyond the order, goods came
     carried_claimed: int = 0  # of those, claimed by this night (the others are held again)
 
     @property
@@ -77,6 +79,8 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         model_bill=(await model_bill(conn, workflow_id)).line(),
         credit_notes=await _credit_notes(conn, business_date, warehouse),
         held=await held_by(conn, workflow_id),
+        over_delivered=[dict(r, invoice=invoice_label(r["invoice_no"], r["supplier_id"]))
+                        for r in await over_deliveries(conn, workflow_id)],
         **dict(zip(("carried", "carried_claimed"), await carried_into(conn, workflow_id),
                    strict=True)),
     )

@@ -35,7 +35,10 @@ WITH lines AS (
     SELECT l.invoice_no, l.line_no, l.supplier_id, l.sku, l.qty,
            l.unit_price_paise, m.po_number, m.po_price_paise,
            coalesce(m.invoice_date, $2) AS invoice_date,
-           s.qty_received, coalesce(s.qty_ordered, 2147483647) AS qty_ordered,
+           s.qty_received,
+           -- what the order allows: the quantity ordered and the over-delivery tolerance
+           floor(coalesce(s.qty_ordered, 2147483647)::numeric * (100 + $7::numeric) / 100)::bigint
+               AS qty_ordered,
            coalesce(s.qty_prior, 0) AS qty_prior,
            coalesce(sum(l.qty) OVER (PARTITION BY m.po_number, m.sku
                                      ORDER BY coalesce(m.invoice_date, $2), l.supplier_id,
@@ -50,7 +53,10 @@ WITH lines AS (
     WHERE l.workflow_id = $1 AND ($5::text IS NULL OR l.supplier_id = $5)
 ), weighed AS (
     SELECT *,
-           least(qty, greatest(qty_received - qty_prior - cum_before, 0)) AS take,
+           -- never more than arrived, nor more than the order allows (an over-delivery billed as
+           -- delivered is claimed beyond the order, whatever arrived)
+           least(qty, greatest(least(qty_received, qty_ordered) - qty_prior - cum_before, 0))
+               AS take,
            qty - least(qty, greatest(qty_ordered - qty_prior - cum_before, 0)) AS beyond
     FROM lines
 ), judged AS (
@@ -223,7 +229,7 @@ async def _weigh_lines(conn: asyncpg.Connection, workflow_id: str, business_date
     if large:
         await conn.execute("SET LOCAL enable_nestloop = off; SET LOCAL enable_seqscan = off")
     await conn.fetchval(_WEIGH, workflow_id, business_date, policy.receipt_grace_days, warehouse,
-                        supplier_id, after)
+                        supplier_id, after, policy.overdelivery_tolerance_percent)
     if large:
         await conn.execute("RESET enable_nestloop; RESET enable_seqscan")
 
@@ -272,7 +278,12 @@ WITH carried AS MATERIALIZED (
                                 ORDER BY a.business_date DESC, a.invoice_no LIMIT 3) a), '')
                      || ', ' || received_qty || ' accepted'
                      || CASE WHEN beyond_order > 0
-                             THEN ', ' || beyond_order || ' beyond the order' ELSE '' END
+                             THEN ', ' || beyond_order || ' beyond the order'
+                                  || CASE WHEN received_to_date >= coalesce(prior_accepted, 0)
+                                                                  + invoiced_qty
+                                          THEN ' (over-delivered: the goods came, the order did'
+                                               || ' not call for them)' ELSE '' END
+                             ELSE '' END
                 END
              || coalesce(', possible duplicate of ' || duplicate_of
                          || ' (' || duplicate_night || ')', '') AS detail
@@ -360,6 +371,19 @@ async def weigh_again(pool: asyncpg.Pool, workflow_id: str, business_date: date,
         return int(await conn.fetchval(
             "SELECT count(*) FROM mismatches WHERE workflow_id = $1"
             " AND ($2::text IS NULL OR supplier_id = $2)", workflow_id, supplier_id))
+
+
+async def over_deliveries(conn: asyncpg.Connection | asyncpg.Pool,
+                          workflow_id: str) -> list[asyncpg.Record]:
+    """The night's lines billed beyond what the order allows although the goods came: an
+    over-delivery billed as delivered. Accepted up to the order, the rest claimed; the summary
+    names each."""
+    return await conn.fetch(
+        "SELECT invoice_no, line_no, supplier_id, po_number, sku, invoiced_qty, received_qty,"
+        " received_to_date, prior_accepted, beyond_order FROM comparisons"
+        " WHERE workflow_id = $1 AND beyond_order > 0"
+        " AND received_to_date >= prior_accepted + invoiced_qty"
+        " ORDER BY invoice_no, line_no", workflow_id)
 
 
 async def last_comparison_seq(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
