@@ -58,6 +58,6 @@ def reasons_to_hold(f: Figures, policy: GatePolicy) -> list[str]:
                        f"{rupees(policy.max_supplier_paise)} threshold for one supplier")
     # Whatever the quantities say: a bill repeating an earlier one is for a person to judge.
     for invoice, earlier, night in f.duplicates:
-        reasons.append(f"{invoice} is a possible duplicate of {earlier} (night {night}): the same "
-                       "PO lines, quantities and prices under another number")
+        reasons.append(f"{invoice} is a possible duplicate of {earlier} (night of {night}): the "
+                       "same PO lines, quantities and prices under another number")
     return reasons

@@ -78,7 +78,8 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         withdrawals=await delivery(conn, workflow_id, "withdrawal"),
         model_bill=(await model_bill(conn, workflow_id)).line(),
         credit_notes=await _credit_notes(conn, business_date, warehouse),
-        held=await held_by(conn, workflow_id),
+        held=[dict(h, invoice=invoice_label(h["invoice_no"], h["supplier_id"]))
+              for h in await held_by(conn, workflow_id)],
         over_delivered=[dict(r, invoice=invoice_label(r["invoice_no"], r["supplier_id"]))
                         for r in await over_deliveries(conn, workflow_id)],
         **dict(zip(("carried", "carried_claimed"), await carried_into(conn, workflow_id),

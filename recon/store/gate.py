@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from recon.domain.keys import invoice_label, night_of
+
 
 @dataclass(frozen=True)
 class GateFigures:
@@ -38,14 +40,14 @@ WITH carried AS MATERIALIZED (
       AND EXISTS (SELECT 1 FROM comparisons c WHERE c.workflow_id = $1
                   AND c.invoice_no = m.invoice_no AND c.line_no = m.line_no)
 )
-SELECT f.invoice_no, f.duplicate_of, f.duplicate_night
+SELECT f.invoice_no, f.supplier_id, f.duplicate_of, f.duplicate_night
 FROM invoice_fingerprints f
 WHERE f.workflow_id = $1 AND f.duplicate_of IS NOT NULL
   AND ($2::text IS NULL OR f.supplier_id = $2)
   AND NOT EXISTS (SELECT 1 FROM parked_items p WHERE p.workflow_id = f.workflow_id
                   AND p.invoice_no = f.invoice_no AND p.line_no IS NULL)
 UNION
-SELECT f.invoice_no, f.duplicate_of, f.duplicate_night
+SELECT f.invoice_no, f.supplier_id, f.duplicate_of, f.duplicate_night
 FROM carried k
 JOIN invoice_fingerprints f ON f.workflow_id = k.carried_from AND f.invoice_no = k.invoice_no
 WHERE f.duplicate_of IS NOT NULL AND ($2::text IS NULL OR f.supplier_id = $2)
@@ -80,6 +82,13 @@ async def gate_figures(pool: asyncpg.Pool, workflow_id: str,
         net=int(row["net"]), invoiced=int(row["invoiced"]),
         largest_supplier=row["largest_supplier"],
         largest_supplier_moved=int(row["largest_supplier_moved"]),
-        duplicates=tuple((d["invoice_no"], d["duplicate_of"], d["duplicate_night"])
-                         for d in duplicates),
+        # as finance reads them: `INV-7001 (S001)` and the night's date, never our references
+        duplicates=tuple((invoice_label(d["invoice_no"], d["supplier_id"]),
+                          invoice_label(d["duplicate_of"], d["supplier_id"]),
+                          _night_date(d["duplicate_night"])) for d in duplicates),
     )
+
+
+def _night_date(workflow_id: str) -> str:
+    night = night_of(workflow_id)
+    return night[0] if night else workflow_id

@@ -117,3 +117,19 @@ async def model_failures_so_far(pool: asyncpg.Pool, workflow_id: str, step: str,
         workflow_id, step, reason_prefix,
     )
     return int(row["invoices"]), int(row["failed"])
+
+
+def label_sql(ref: str, supplier: str, after: str = "") -> str:
+    """A SQL expression for how finance reads an invoice in stored evidence: `INV-7001 (S001)`,
+    or `INV-7001 (S001, night of 2026-10-13)` with `after`; a number of a night posted before
+    references (no supplier prefix) as it is (recon.domain.keys.invoice_label, in SQL). `ref`,
+    `supplier` and `after` are SQL expressions of the statement it goes in."""
+    extra = f" || ', ' || {after}" if after else ""
+    return (f"(CASE WHEN left({ref}, length({supplier}) + 1) = {supplier} || ':'"
+            f" THEN substr({ref}, length({supplier}) + 2) || ' (' || {supplier}{extra} || ')'"
+            f" ELSE {ref}" + (f" || ' (' || {after} || ')'" if after else "") + " END)")
+
+
+def night_date_sql(workflow_id: str) -> str:
+    """`night of 2026-10-13` from a night's workflow id (recon.domain.keys.NIGHT), in SQL."""
+    return f"regexp_replace({workflow_id}, '^recon-(\\d{{4}}-\\d{{2}}-\\d{{2}})-.*$', 'night of \\1')"

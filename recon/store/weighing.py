@@ -25,6 +25,7 @@ from recon.domain import price_rule
 from recon.domain.keys import ADJUSTMENT, row_template
 from recon.domain.match_policy import MatchPolicy
 from recon.store.db import both, lock_run, spare_connection
+from recon.store.invoices import label_sql, night_date_sql
 from recon.store.lanes import LANE_LINES
 from recon.store.matching import snapshot_missing
 
@@ -89,7 +90,7 @@ WITH lines AS (
            'billed ' || qty || ' x ' || sku || ' on ' || po_number || ', ' || qty_received
              || ' received to ' || $2 || ', ' || qty_prior + cum_before
              || ' billed before; awaiting receipt of ' || (qty - take - beyond)
-             || ' until ' || (invoice_date + $3::int)
+             || ', claimed on ' || (invoice_date + $3::int) || ' if it has not come'
     FROM judged WHERE held
 )
 SELECT count(*) FROM compared
@@ -119,12 +120,12 @@ ON CONFLICT DO NOTHING
 # A held line whose bill is a possible duplicate says so in its evidence (the summary's "awaiting
 # receipt" list reads it); once, whichever attempt of step 6 gets here first.
 _HELD_DUPLICATES = """
-UPDATE held_lines h SET evidence = h.evidence || ', possible duplicate of ' || f.duplicate_of
-                                   || ' (' || f.duplicate_night || ')'
+UPDATE held_lines h SET evidence = h.evidence || ', possible duplicate of ' || @DUPLICATE_OF@
 FROM invoice_fingerprints f
 WHERE h.workflow_id = $1 AND f.workflow_id = $1 AND f.invoice_no = h.invoice_no
   AND f.duplicate_of IS NOT NULL AND h.evidence NOT LIKE '%possible duplicate of%'
-"""
+""".replace("@DUPLICATE_OF@", label_sql("f.duplicate_of", "f.supplier_id",
+                                        night_date_sql("f.duplicate_night")))
 
 # A bill whose fingerprint an earlier bill of the same supplier has (an earlier night, or earlier
 # in this night's order) under another number, and for which the order has no room: some line of
@@ -269,9 +270,10 @@ WITH carried AS MATERIALIZED (
                 ELSE ', ' || received_to_date || ' received to date, '
                      || coalesce(prior_accepted, 0) || ' billed before'
                      || coalesce(': ' || (
-                          SELECT string_agg(a.invoice_no || ' (night of ' || a.business_date
-                                            || ')', ', ' ORDER BY a.business_date, a.invoice_no)
-                          FROM (SELECT a.invoice_no, a.business_date FROM acceptances a
+                          SELECT string_agg(@EARLIER_BILL@, ', '
+                                            ORDER BY a.business_date, a.invoice_no)
+                          FROM (SELECT a.invoice_no, a.supplier_id, a.business_date
+                                FROM acceptances a
                                 WHERE a.warehouse = $5 AND a.po_number = c.po_number
                                   AND a.sku = c.sku AND a.live AND a.business_date < $6
                                   AND a.workflow_id <> $1 AND a.qty_accepted > 0
@@ -285,16 +287,14 @@ WITH carried AS MATERIALIZED (
                                                || ' not call for them)' ELSE '' END
                              ELSE '' END
                 END
-             || coalesce(', possible duplicate of ' || duplicate_of
-                         || ' (' || duplicate_night || ')', '') AS detail
+             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '') AS detail
     FROM c WHERE invoiced_qty <> received_qty
     UNION ALL
     SELECT invoice_no, line_no, supplier_id, 'price',
            (invoice_price_paise - po_price_paise)::numeric * received_qty,
            'billed ' || invoice_price_paise || ' paise per ' || sku
              || ', PO price ' || po_price_paise
-             || coalesce(', possible duplicate of ' || duplicate_of
-                         || ' (' || duplicate_night || ')', '')
+             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '')
     FROM c WHERE invoice_price_paise <> po_price_paise AND NOT """ + _PRICE_TOLERATED + """
 )
 INSERT INTO mismatches (workflow_id, seq, reference, invoice_no, line_no, supplier_id,
@@ -304,6 +304,12 @@ SELECT $1, $8 + row_number() OVER (ORDER BY invoice_no, line_no, kind),
        invoice_no, line_no, supplier_id, kind, amount, detail
 FROM found WHERE amount <> 0
 """
+# Evidence names bills as finance reads them (`INV-7001 (S001, night of ...)`), never by our
+# references.
+_FLAG = _FLAG.replace(
+    "@EARLIER_BILL@", label_sql("a.invoice_no", "a.supplier_id", "'night of ' || a.business_date")
+).replace("@DUPLICATE_OF@", label_sql("duplicate_of", "supplier_id",
+                                      night_date_sql("duplicate_night")))
 
 
 async def flag_mismatches(pool: asyncpg.Pool, workflow_id: str, business_date: date,

@@ -155,7 +155,8 @@ async def test_a_delivery_billed_twice_is_an_adjustment_and_a_possible_duplicate
         (f"INV-{wh}-9", 1, "qty", 30 * PRICE), (f"INV-{wh}-9", 2, "qty", 10 * PRICE)]
     detail = await pool.fetchval(
         "SELECT detail FROM mismatches WHERE workflow_id = $1 AND line_no = 1", second)
-    assert f"INV-{wh}-1 (night of {day})" in detail and "30 beyond the order" in detail, detail
+    assert f"INV-{wh}-1 (S001, night of {day})" in detail and "30 beyond the order" in detail, \
+        detail
     assert sum((await _booked(pool, second)).values()) == 0, "a re-bill books no stock"
 
 
@@ -184,7 +185,8 @@ async def test_a_bill_ahead_of_its_goods_is_held_then_claimed_clean_or_short(
     assert await _held(pool, first) == [(f"INV-{wh}-1", 1), (f"INV-{wh}-2", 1)]
     # The finance head reads them in the night's summary, and `recon status` counts them.
     summary = await pool.fetchval("SELECT body FROM outbox WHERE key = $1", f"{first}:summary")
-    assert "AWAITING RECEIPT" in summary and "awaiting receipt of 30 until" in summary, summary
+    assert "AWAITING RECEIPT" in summary and "awaiting receipt of 30, claimed on" in summary, \
+        summary
     status = await asyncio.to_thread(recon_cli, stack.env(RECON_TASK_QUEUE=queue), "status", first)
     assert "awaiting receipt: 2 lines held" in status.stdout, status.stdout + status.stderr
     assert await _adjustments(pool, first) == [] and f"INV-{wh}-1" not in str(

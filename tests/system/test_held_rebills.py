@@ -52,16 +52,16 @@ async def test_a_held_rebill_is_held_at_the_gate_then_again_on_the_night_that_cl
         assert (await fifth.describe()).status == WorkflowExecutionStatus.RUNNING
         await second.terminate("test over")
         await fifth.terminate("test over")
-    assert f"S005:INV-{wh}-2 is a possible duplicate of S005:INV-{wh}-1" in seen, seen
+    assert f"INV-{wh}-2 (S005) is a possible duplicate of INV-{wh}-1 (S005)" in seen, seen
     assert await _held(pool, second.id) == [(f"INV-{wh}-2", 1)]
     held_evidence = await pool.fetchval("SELECT evidence FROM held_lines WHERE workflow_id = $1",
                                         second.id)
-    assert f"possible duplicate of S005:INV-{wh}-1" in held_evidence, held_evidence
+    assert f"possible duplicate of INV-{wh}-1 (S005, night of {day})" in held_evidence, held_evidence
     assert await _held(pool, third) == [(f"INV-{wh}-2", 1)]
-    assert f"S005:INV-{wh}-2 is a possible duplicate of S005:INV-{wh}-1" in claimed, claimed
+    assert f"INV-{wh}-2 (S005) is a possible duplicate of INV-{wh}-1 (S005)" in claimed, claimed
     assert await _adjustments(pool, fifth.id) == [(f"INV-{wh}-2", 1, "qty", 24 * PRICE)]
     detail = await pool.fetchval("SELECT detail FROM mismatches WHERE workflow_id = $1", fifth.id)
-    assert f"possible duplicate of S005:INV-{wh}-1" in detail, detail
+    assert f"possible duplicate of INV-{wh}-1 (S005, night of {day})" in detail, detail
 
 
 async def test_a_held_rebill_a_person_let_go_is_not_asked_about_again(

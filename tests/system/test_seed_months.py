@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from recon.domain.keys import invoice_label
 from recon.ops.decisions import send_decision
 from recon.runtime.config import MAX_PAISE
 from recon.tools.seed import seed_month
@@ -134,4 +135,5 @@ async def test_a_seeded_month_posts_what_the_seed_stated_night_by_night(
                 + [str(r["evidence"]) for r in await pool.fetch(
                     "SELECT evidence FROM parked_items WHERE workflow_id = $1", wf)])
             for duplicate in expected.duplicates:
-                assert f"possible duplicate of {duplicate.of_invoice_no}" in evidence
+                # as finance reads it (`INV-... (S020)`), never our reference (`S020:INV-...`)
+                assert f"possible duplicate of {invoice_label(duplicate.of_invoice_no)}" in evidence
