@@ -14,6 +14,7 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
+from recon.domain import steps
 from recon.domain.errors import VerificationFailed
 from recon.domain.gate_policy import GatePolicy, reasons_to_hold
 from recon.domain.keys import handover_key, reminder_key
@@ -27,6 +28,7 @@ from recon.domain.models import (
     ReminderRequest,
 )
 from recon.domain.money import rupees
+from recon.domain.wording import count
 from recon.store import gate as gate_store
 from recon.store import handovers
 from recon.store.ledger import verify_adjustments
@@ -44,15 +46,19 @@ def _note_text(req: HandoverRequest, posted: dict) -> str:
         for s in posted["per_supplier"]
     ) or "  (no mismatches flagged yet)"
     redo = f" (a redo of {run})" if run != req.workflow_id else ""
+    if req.step == steps.GATE.name:  # a hold on the evidence, not a failure: nothing was retried
+        why = (f"Held at: the gate before debit notes (the evidence is not clear enough to send "
+               f"them)\nWhy: {req.error_message}\n")
+    else:
+        why = (f"Failed step: {req.step}\nError: {req.error_type}: {req.error_message}\n"
+               f"Attempts: {req.attempts}\n")
     return (
         f"Run {req.workflow_id}{redo} needs a decision (handover #{req.handover_no}).\n"
-        f"Failed step: {req.step}\n"
-        f"Error: {req.error_type}: {req.error_message}\n"
-        f"Attempts: {req.attempts}\n"
+        + why +
         f"Already posted (live): {posted['ledger_entries']} of {posted['flagged']} ledger entries, "
         f"{rupees(posted['ledger_total_paise'])} of {rupees(posted['flagged_total_paise'])}; "
         f"{posted['stock_movements']} stock movements; outbox: {outbox}; "
-        f"{posted['parked']} parked items.\n"
+        f"{count(posted['parked'], 'parked item')}.\n"
         f"Per supplier:\n{suppliers}\n"
         f"Every reference: recon inspect {run} --references\n"
         f"Next, the agent would: {req.next_action}\n"
@@ -85,7 +91,9 @@ class HandoverActivities(Room):
             await enqueue(conn, Message(
                 key=handover_key(req.workflow_id, req.handover_no), workflow_id=req.workflow_id,
                 kind="handover", recipient=self.settings.finance_head_email,
-                subject=f"Decision needed: {req.workflow_id} stopped at {req.step}", body=stored,
+                subject=f"Decision needed: {req.workflow_id} "
+                        + ("held at the gate before debit notes" if req.step == steps.GATE.name
+                           else f"stopped at {req.step}"), body=stored,
             ))
         return HandoverNote(
             workflow_id=req.workflow_id, handover_no=req.handover_no, step=req.step,

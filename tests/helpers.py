@@ -79,3 +79,11 @@ def recon_cli(env: dict[str, str], *args: str, timeout: float = 60) -> subproces
         [sys.executable, "-m", "recon.cli", *args], cwd=ROOT, env=env, capture_output=True,
         text=True, timeout=timeout,
     )
+
+
+async def wait_awaiting_decision(handle: WorkflowHandle, timeout: float = 120) -> None:
+    """Until the run itself waits for a person: its handover row is written by an activity a
+    moment before the workflow takes the result, and a decision sent in between is refused."""
+    async def waiting() -> bool:
+        return (await handle.query("progress"))["status"] == "AwaitingDecision"
+    await wait_for(waiting, timeout, f"{handle.id} to wait for a decision")

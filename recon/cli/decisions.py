@@ -57,8 +57,8 @@ def handover(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
         async with database() as pool:
             return await handover_record(await temporal(), pool, wid)
 
-    for line in asyncio.run(go()):
-        console.print(printable(line), markup=False, highlight=False)
+    for line in asyncio.run(go()):  # a note's line breaks are kept, other controls escaped
+        console.print(printable(line, keep_newlines=True), markup=False, highlight=False)
 
 
 @user_errors

@@ -10,6 +10,7 @@ from recon.documents import master_fields
 from recon.documents.importer import ImportResult
 from recon.documents.inbox import InboxResult
 from recon.domain.errors import BadField, Refused
+from recon.domain.wording import count
 from recon.store import supplier_ids
 
 _CURRENCY = re.compile(r"[A-Z]{3}")
@@ -18,10 +19,11 @@ _CURRENCY = re.compile(r"[A-Z]{3}")
 def report(result: ImportResult | InboxResult, day: str, warehouse: str) -> list[str]:
     intake = result.intake
     assert intake is not None
+    # `formats` counts every document read (credit notes too), so it is said as documents
     formats = ", ".join(f"{name} {n}" for name, n in intake.formats.items())
-    lines = [f"imported {intake.imported} invoices for {day} at {warehouse}"
+    lines = [f"imported {count(intake.imported, 'invoice')} for {day} at {warehouse}"
              + (f"; {intake.skipped_existing} already there" if intake.skipped_existing else "")
-             + (f" ({formats})" if formats else "")]
+             + (f" (documents read by format: {formats})" if formats else "")]
     if intake.replaced:
         lines.append(f"replaced {len(intake.replaced)} (another document under the same number, "
                      "--replace): " + "; ".join(intake.replaced[:5])

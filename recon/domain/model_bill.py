@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recon.domain.wording import count
+
 
 @dataclass(frozen=True)
 class ModelBill:
@@ -33,6 +35,6 @@ class ModelBill:
                   (self.cancelled, "cancelled"), (self.lost, "lost"), (self.in_flight, "in flight"))
                   if n]
         extra = f" ({', '.join(others)})" if others else ""
-        return (f"Model bill: US${self.cost_usd:,.4f} for {self.requests:,} requests{extra}, "
-                f"{self.answered:,} answered, {self.tokens:,} tokens "
+        return (f"Model bill: US${self.cost_usd:,.4f} for {count(self.requests, 'request')}{extra}, "
+                f"{self.answered:,} answered, {count(self.tokens, 'token')} "
                 f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out)")

@@ -15,6 +15,7 @@ import asyncpg
 
 from recon.domain.keys import invoice_label, night_of
 from recon.domain.models import RunSummary
+from recon.domain.wording import count
 from recon.mail.documents import Document, claim_number, templates
 from recon.mail.report import Delivery, delivery
 from recon.store.bounces import run_handovers
@@ -51,15 +52,11 @@ class SummaryData:
         if not self.carried and self.facts.invoices:
             return ""
         held_again = self.carried - self.carried_claimed
-        words = [f"{_count(self.carried_claimed, 'held line')} claimed"]
+        words = [f"{count(self.carried_claimed, 'held line')} claimed"]
         if held_again:
-            words.append(f"{_count(held_again, 'held line')} still awaiting receipt")
+            words.append(f"{count(held_again, 'held line')} still awaiting receipt")
         lead = "No new invoices; " if not self.facts.invoices else "Carried from earlier nights: "
         return lead + ", ".join(words)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> SummaryData:
@@ -113,7 +110,7 @@ def render_summary(data: SummaryData) -> Document:
     when = f"{data.business_date} at {data.warehouse.upper()}" if data.business_date \
         else data.workflow_id
     return Document(
-        subject=f"Reconciliation summary {when}: {data.facts.debit_notes} debit notes",
+        subject=f"Reconciliation summary {when}: {count(data.facts.debit_notes, 'debit note')}",
         text=env.get_template("summary.txt.j2").render(context),
         html=env.get_template("summary.html.j2").render(context),
     )

@@ -22,13 +22,16 @@ from recon.domain.errors import UnknownRun
 from recon.domain.keys import REDO_WORKFLOW_PREFIX, UNDO_WORKFLOW_PREFIX, undo_workflow_id
 from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus
 from recon.domain.money import rupees
+from recon.domain.wording import count
 from recon.ops.history import read_history
 from recon.store.inspection import run_wrote, status_counts
 
 # workflows that act on a run, named after it
 COMPANION_PREFIXES = (UNDO_WORKFLOW_PREFIX, REDO_WORKFLOW_PREFIX)
 # Activities a person reads as steps; the rest (handover records, gate checks) are bookkeeping.
-_BOOKKEEPING = {"record_handover", "record_decision", "send_reminder", "check_evidence"}
+# Activities that are not steps of the night: a handover, a decision or request being checked.
+_BOOKKEEPING = {"record_handover", "record_decision", "send_reminder", "check_evidence",
+                "check_decision", "check_signed_request", "park_invoices"}
 
 
 
@@ -66,18 +69,26 @@ class StatusReport:
 
     def _run_lines(self) -> list[str]:
         c = self.counts
+        state = _state_lines(self.run, "")
+        if c["ledger_reversals"] and self.run.execution == "completed":
+            # The run finished; an undo reversed what it posted since: say so on its own line,
+            # never "completed ... net ₹0" as if the night had posted nothing.
+            state[0] += (", then undone: every entry reversed" if not c["ledger_live"] else
+                         f", then partly undone: {count(c['ledger_reversals'], 'entry')} "
+                         "reversed")
         return [
-            *_state_lines(self.run, ""),
+            *state,
             f"invoices {c['invoices']}, parked {c['parked']}, mismatches {c['mismatches']}",
             f"ledger: {c['ledger_live']} live entries, {c['ledger_reversals']} reversals, "
             f"net {rupees(c['ledger_net_paise'])}",
             f"stock movements: {c['stock_live']} live, {c['stock_reversals']} opposite",
             f"debit notes: {c['debit_notes']}, withdrawals {c['withdrawals']}",
             f"handovers: {c['handovers_pending']} pending of {c['handovers']}",
-            *([f"awaiting receipt: {c['awaiting_receipt']} lines held (billed ahead of their goods;"
-               " matched again each night until their window closes): recon inspect "
+            *([f"awaiting receipt: {count(c['awaiting_receipt'], 'line')} held (billed ahead of "
+               "their goods; weighed again each night until their window closes): recon inspect "
                f"{self.run.workflow_id} --json"] if c["awaiting_receipt"] else []),
-            *([f"possible duplicates: {c['possible_duplicates']} bills repeat an earlier bill"]
+            *([f"possible duplicates: {count(c['possible_duplicates'], 'bill')} "
+               f"{'repeats' if c['possible_duplicates'] == 1 else 'repeat'} an earlier bill"]
               if c["possible_duplicates"] else []),
         ]
 

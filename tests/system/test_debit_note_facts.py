@@ -12,7 +12,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.approvers import signed
-from tests.helpers import inprocess_worker, settings_for, start, wait_for
+from tests.helpers import inprocess_worker, settings_for, start, wait_awaiting_decision
 from tests.system.test_across_nights import _bill, _day, _order, _receive, _run
 
 pytestmark = pytest.mark.slow
@@ -40,6 +40,8 @@ async def test_a_partial_delivery_over_three_nights_then_a_bill_for_goods_that_n
             await _run(client, settings, _day(day, n), wh)
         third = await _run(client, settings, _day(day, 2), wh)
     note = await _note(pool, third)
+    subject = await pool.fetchval("SELECT subject FROM outbox WHERE key = $1", f"{third}:summary")
+    assert subject.endswith(": 1 debit note"), subject
     assert "Goods received on" not in note, note
     assert f"INV-{wh}-3 line 1, SKU-F1 on order {po}, invoice of 15 Oct 2026" in note, note
     assert "Billed now:        30 units at ₹100 a unit" in note, note
@@ -64,10 +66,7 @@ async def test_a_rebill_names_the_bill_it_repeats(stack, pool: asyncpg.Pool, cli
         await _run(client, settings, day, wh)
         second = await start(client, settings, _day(day, 1), wh)
 
-        async def held() -> bool:
-            return await pool.fetchval("SELECT count(*) FROM handovers WHERE workflow_id = $1",
-                                       second.id) > 0
-        await wait_for(held, 120, "the gate to hold the possible duplicate")
+        await wait_awaiting_decision(second)  # the gate holds the possible duplicate
         decision = await signed(pool, stack.state, second.id, "resume", note="a true re-bill")
         await second.execute_update("decide", decision)
         await asyncio.wait_for(second.result(), 120)

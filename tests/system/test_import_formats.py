@@ -111,6 +111,8 @@ async def test_real_formats_name_themselves_and_credit_notes_stay_apart(
     assert done.returncode == 0, done.stderr
     assert f"imported 6 invoices for {day} at {warehouse}" in done.stdout
     assert "credit notes kept apart (not reconciled): 1" in done.stdout
+    # the per-format counts include the credit note: said as documents, not as invoices
+    assert "(documents read by format: " in done.stdout, done.stdout
     assert "1 will be parked by the run as unreadable: scan.pdf: scan.pdf: PDF has no text layer" \
         in done.stdout
     stored = {r["invoice_no"]: (r["supplier_id"], r["format"], r["file_name"]) for r in

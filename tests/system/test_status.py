@@ -68,6 +68,9 @@ async def test_status_of_a_run_and_its_undos_comes_from_the_ledger(
         done = await asyncio.to_thread(_status, stack, wid, queue)
         assert done.returncode == 0, done.stderr
         assert "ledger: 0 live entries, 8 reversals, net ₹0" in done.stdout, done.stdout
+        # never "completed (Completed) ... net ₹0" alone: the night was posted, then undone
+        assert f"{wf}: completed (Completed), then undone: every entry reversed" in done.stdout, \
+            done.stdout
         assert f"stock movements: 0 live, {moves} opposite" in done.stdout
 
 
