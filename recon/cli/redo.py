@@ -4,27 +4,22 @@ request (recon/ops/redo.py)."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from recon.cli.common import checked_run_id, console, database, temporal, user_errors
 from recon.cli.runs import wait_for
-from recon.cli.undo import signed_request_at_hand
+from recon.cli.undo import ByOpt, KeyOpt, ReasonOpt, RunArg, signed_request_at_hand
 from recon.domain.errors import Refused
 from recon.runtime.config import load_settings
 
 
 @user_errors
 def redo(
-    run_id: Annotated[str, typer.Argument(metavar="RUN")],
-    reason: Annotated[str, typer.Option(help="Why, for the record.")],
-    by: Annotated[str | None, typer.Option(
-        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
+    run_id: RunArg, reason: ReasonOpt, by: ByOpt = None,
     supplier: Annotated[str | None, typer.Option(help="Redo only this supplier's part.")] = None,
-    key: Annotated[Path | None, typer.Option(
-        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
+    key: KeyOpt = None,
 ) -> None:
     """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
     from recon.domain.money import rupees

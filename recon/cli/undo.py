@@ -15,19 +15,22 @@ from recon.domain.errors import Refused
 from recon.domain.printable import printable
 from recon.runtime.config import load_settings
 
+# What undo and redo ask alike: a signed request names the run, why, and who with which key.
+RunArg = Annotated[str, typer.Argument(metavar="RUN")]
+ReasonOpt = Annotated[str, typer.Option(help="Why, for the record.")]
+ByOpt = Annotated[str | None, typer.Option(
+    help="Who decides: must be the owner of the key (default: the key's owner).")]
+KeyOpt = Annotated[Path | None, typer.Option(help="Your approver key (default: RECON_APPROVER_KEY).")]
+
 
 @user_errors
 def undo(
-    run_id: Annotated[str, typer.Argument(metavar="RUN")],
-    reason: Annotated[str, typer.Option(help="Why, for the record.")],
-    by: Annotated[str | None, typer.Option(
-        help="Who decides: must be the owner of the key (default: the key's owner).")] = None,
+    run_id: RunArg, reason: ReasonOpt, by: ByOpt = None,
     supplier: Annotated[str | None, typer.Option(help="Undo only this supplier's part.")] = None,
     reference: Annotated[list[str] | None, typer.Option(
         "--reference", help="Undo only these ledger references (repeatable).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be reversed.")] = False,
-    key: Annotated[Path | None, typer.Option(
-        help="Your approver key (default: RECON_APPROVER_KEY).")] = None,
+    key: KeyOpt = None,
 ) -> None:
     """Compensate a finished run (or one supplier of it): reversals, opposite stock, withdrawals."""
     from recon.domain.requests import UNDO
