@@ -51,7 +51,7 @@ from recon.documents.formats.pdf_text import OCR_NOTE
 from recon.documents.formats.reading import CREDIT_NOTE
 from recon.documents.intake import IntakeResult, directory, plan, store
 from recon.domain.errors import ImportProblem
-from recon.store.mail_messages import known_messages, record_messages
+from recon.store.inbox import known_messages, record_messages
 
 MAX_MESSAGE_BYTES = 25_000_000
 UNREADABLE_FOLDER = "Unreadable"
