@@ -22,6 +22,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.requests import RequestActivities
+    from recon.domain.errors import MandateRefused
     from recon.domain.keys import is_redo_of
     from recon.domain.labels import RECON_STATUS, RunStatus
     from recon.domain.models import Progress
@@ -29,12 +30,23 @@ with workflow.unsafe.imports_passed_through():
     from workflows.policies import READ_TIMEOUT, RETRY
 
 REFUSED_TYPE = "RequestRefused"
+MANDATE_REFUSED = MandateRefused.__name__  # the activity's error type (activities/step.py)
 
 
 def started_by_its_night(run: str) -> bool:
     """An undo that the night (or a redo of it) started as its child, after a signed decision."""
     parent = workflow.info().parent
     return parent is not None and (parent.workflow_id == run or is_redo_of(parent.workflow_id, run))
+
+
+def refuse_without_mandate(err: ActivityError, progress: Progress | None = None) -> None:
+    """An activity that moves money found no mandate in Postgres for what it was asked
+    (recon/store/mandates.py): the run ends refused, in one line, as a refused request does.
+    Any other failure returns (a handover, or the workflow's failure). Kept histories hold no
+    such failure, so they replay unchanged."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == MANDATE_REFUSED:
+        refuse(cause.message, progress)
 
 
 def refuse(line: str, progress: Progress | None = None) -> NoReturn:
