@@ -8,8 +8,11 @@ RequestRefused) and ReconStatus "Refused": nothing was posted, booked or mailed,
 is on record in `refused_requests`.
 
 The one undo that carries no signature is the one a night starts for itself, as its child, after
-a person's signed `undo` decision on its handover was checked and taken: it is authorised by its
-parent, which only Temporal's server can set (a raw start cannot claim a parent).
+a person's signed `undo` decision on its handover was checked and taken. Its parent's id only
+spares it a signature check it would fail: a parent's id is whatever its starter chose. What
+authorises it is the decision's verified signature on record, which every undo activity looks
+for in Postgres (recon/store/mandates.py); an undo under any other parent finds none, and every
+activity that moves money without a mandate ends the workflow refused (`refuse_without_mandate`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ MANDATE_REFUSED = MandateRefused.__name__  # the activity's error type (activiti
 
 
 def started_by_its_night(run: str) -> bool:
-    """An undo that the night (or a redo of it) started as its child, after a signed decision."""
+    """An undo that says the night (or a redo of it) started it, after a signed decision: it
+    skips the request check, and proves nothing (its activities' mandates decide)."""
     parent = workflow.info().parent
     return parent is not None and (parent.workflow_id == run or is_redo_of(parent.workflow_id, run))
 

@@ -4,7 +4,9 @@ Its id is derived from the run and the scope, so an undo interrupted by a crash 
 own history and starting the same undo twice is the same workflow. Compensations run newest
 first, so each starts from the state its own step left: withdrawal notes, stock, then ledger.
 Before any of them, the request's signature is checked (workflows/requests.py), unless the undo
-is the one a night started for itself after a signed decision.
+is the one a night started for itself after a signed decision; either way each activity finds
+its mandate in Postgres (a verified undo of the night and scope, recon/store/mandates.py) or the
+undo ends refused.
 """
 
 from __future__ import annotations
