@@ -27,11 +27,13 @@ from recon.domain.decisions import (
     needs_four_eyes,
     staleness,
 )
+from recon.domain.keys import undo_workflow_id
 from recon.domain.money import rupees
 from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
 from recon.store import approvers, requests
 from recon.store import decisions as decision_store
+from recon.store.generations import current_generation
 from recon.store.inspection import live_rows_of_invoice
 from recon.store.invoices import in_run
 
@@ -64,9 +66,18 @@ class DecisionActivities(Room):
         use); used before for anything else, it is refused."""
         digest = signature_digest(c.signature)
         assert digest is not None  # it verified
+        # What the mandates read (recon/store/mandates.py): the night and its generation now,
+        # what was decided on which handover, and whether it was taken (four eyes: the first of
+        # two approvals authorises nothing by itself).
+        use = requests.Use(
+            night=c.night, generation=await current_generation(self.pool, c.night),
+            scope=undo_workflow_id(c.night, c.supplier_id) if c.decision == "undo" else None,
+            supplier_id=c.supplier_id, decision=c.decision, handover_no=c.handover_no,
+            taken=not verdict.first_of_two)
         used = await requests.spend(
             self.pool, digest, purpose=PURPOSE, run=c.workflow_id, signer=verdict.approver,
-            target=spend_target(c.workflow_id, c.execution, f"#handover-{c.handover_no}"))
+            target=spend_target(c.workflow_id, c.execution, f"#handover-{c.handover_no}"),
+            use=use)
         if used:
             return verdict.model_copy(update={"refused": already_used(*used), "first_of_two": False,
                                               "confirms": ""})

@@ -31,7 +31,9 @@ from recon.domain.money import rupees
 from recon.domain.wording import count
 from recon.store import gate as gate_store
 from recon.store import handovers
+from recon.store.generations import current_generation
 from recon.store.ledger import verify_adjustments
+from recon.store.mandates import record_gate
 from recon.store.outbox import Message, enqueue
 from recon.store.parking import park
 from recon.store.stock import verify_movements
@@ -153,6 +155,8 @@ class HandoverActivities(Room):
                 return str(exc)
             return None
 
+        # Read first: an undo raising the generation meanwhile leaves this outcome in the old one.
+        generation = await current_generation(pool, gate.workflow_id)
         # The three reads are independent scans of the night: side by side on the pool.
         ledger, stock, figures = await asyncio.gather(
             failed(verify_adjustments), failed(verify_movements),
@@ -161,4 +165,8 @@ class HandoverActivities(Room):
         unverified = bool(reasons)
         # The worker's policy, whatever the run's input carries (older runs carry limits there).
         reasons += reasons_to_hold(figures, GatePolicy.of(self.settings))
+        # The outcome the notes' mandate reads (recon/store/mandates.py): only this check writes
+        # it, from what it read, whoever asked for the check.
+        await record_gate(pool, gate.workflow_id, generation, gate.supplier_id,
+                          verified=not unverified, passed=not reasons)
         return GateVerdict(reasons=reasons, unverified=unverified)

@@ -20,6 +20,7 @@ from recon.domain.models import Count, OutboxInput, RunSummary
 from recon.mail.documents import load_debit_notes, render_debit_note
 from recon.mail.summary import summary_document
 from recon.store.generations import current_generation
+from recon.store.mandates import Notes
 from recon.store.outbox import Message, enqueue, has_live_note, verify_debit_notes
 from recon.store.run_facts import run_facts
 
@@ -33,6 +34,11 @@ class MessageActivities(Room):
         pool = self.pool
         fence = await self.take_fence(fence_scope(job.workflow_id, "outbox"))
         generation = await current_generation(pool, job.workflow_id)
+        # The gate's own outcome, or a verified resume at the gate (docs/design.md §3,
+        # "Mandates"): asked now, and again in every note's transaction.
+        fence = fence.with_mandate(Notes(job.workflow_id, job.supplier_id, generation))
+        async with pool.acquire() as conn:
+            await fence.check_mandate(conn)
         notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
                                        job.supplier_id)
         async with pool.acquire() as conn:

@@ -34,6 +34,7 @@ from recon.store.ledger import (
     post_entries,
     verify_adjustments,
 )
+from recon.store.mandates import Posting
 from recon.store.statistics import BULK_ROWS
 from recon.store.stock import RangeMoved, move_reconciled_range, verify_movements
 from recon.store.weighing import last_comparison_seq
@@ -52,6 +53,10 @@ class PostingActivities(Room):
         fence = await self.take_fence(fence_scope(job.workflow_id, "ledger"))
         async with pool.acquire() as conn:
             generation = await current_generation(conn, job.workflow_id)
+            # Whoever called: the night's own generation, open (docs/design.md §3, "Mandates");
+            # asked now, and again in every batch's transaction.
+            fence = fence.with_mandate(Posting(job.workflow_id, job.supplier_id, generation))
+            await fence.check_mandate(conn)
 
             async def write(rows: list[asyncpg.Record]) -> int:
                 return await post_entries(conn, [
@@ -91,6 +96,8 @@ class PostingActivities(Room):
         started_after = last_progress()
         async with pool.acquire() as conn:
             generation = await current_generation(conn, job.workflow_id)
+            fence = fence.with_mandate(Posting(job.workflow_id, job.supplier_id, generation))
+            await fence.check_mandate(conn)  # and in every range's transaction
             undone = await ever_undone(conn, job.workflow_id)
             last_seq = await last_comparison_seq(conn, job.workflow_id)
 

@@ -15,6 +15,7 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step
+from recon.domain.keys import undo_workflow_id
 from recon.domain.requests import (
     UNDO,
     RequestCheck,
@@ -27,6 +28,7 @@ from recon.domain.requests import (
 )
 from recon.domain.signing import verifies
 from recon.store import approvers, requests
+from recon.store.generations import current_generation
 
 
 class RequestActivities(Room):
@@ -66,9 +68,16 @@ class RequestActivities(Room):
             return verdict
         digest = signature_digest(c.signature)
         assert digest is not None  # it verified
+        # The use is tied to the night's generation now: what the mandates read (an undo's scope,
+        # a redo's generation and supplier; recon/store/mandates.py).
+        generation = await current_generation(pool, c.run)
+        use = requests.Use(
+            night=c.run, generation=generation, supplier_id=c.supplier_id,
+            scope=undo_workflow_id(c.run, c.supplier_id, c.references) if c.purpose == UNDO
+            else None)
         used = await requests.spend(
             pool, digest, purpose=c.purpose, run=c.run,
-            target=spend_target(c.target, c.execution, ""), signer=verdict.approver)
+            target=spend_target(c.target, c.execution, ""), signer=verdict.approver, use=use)
         if used:
             return verdict.model_copy(update={"refused": already_used(*used)})
         return verdict

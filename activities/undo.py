@@ -14,11 +14,11 @@ from temporalio import activity
 
 from activities.resources import Room
 from activities.step import business_step, report_progress
-from recon.domain.keys import fence_scope, undo_key, withdrawal_key
+from recon.domain.keys import fence_scope, undo_key, undo_workflow_id, withdrawal_key
 from recon.domain.models import GenerationRequest, Reversed, UndoRequest
 from recon.mail.documents import render_withdrawal
 from recon.runtime import failpoints
-from recon.store import acceptances, generations
+from recon.store import acceptances, mandates
 from recon.store.ledger import LedgerEntry, post_entries
 from recon.store.outbox import Message, enqueue
 from recon.store.stock import StockMovement, move_stock
@@ -41,6 +41,12 @@ def _scope(req: UndoRequest) -> Scope:
     return Scope(req.run_workflow_id, req.supplier_id, tuple(req.references))
 
 
+def _mandate(req: UndoRequest) -> mandates.Undo:
+    """A verified undo of this night and scope, still good (docs/design.md §3, "Mandates")."""
+    return mandates.Undo(req.run_workflow_id, undo_workflow_id(
+        req.run_workflow_id, req.supplier_id, req.references))
+
+
 class UndoActivities(Room):
     """The undo workflow's activities, one per store."""
 
@@ -49,10 +55,11 @@ class UndoActivities(Room):
     async def open_next_generation(self, req: GenerationRequest) -> int:
         """Before anything is reversed, the run moves to its next generation: whatever posts for
         this night afterwards (a redo, or a reset of the night) posts under fresh keys, so it can
-        never collide with an entry this undo reverses. One row per undo execution: a retried
-        activity raises it once."""
-        return await generations.open_next_generation(self.pool, req.run_workflow_id,
-                                                      req.raised_by)
+        never collide with an entry this undo reverses. One generation per authorised undo (a
+        signed request, or an undo decision, on record): a retried activity, or a reset of the
+        undo before any redo, raises it once; without one on record, refused."""
+        return await mandates.open_next_generation(self.pool, req.run_workflow_id,
+                                                   req.raised_by)
 
     @activity.defn(name="withdraw_debit_notes")
     @business_step
@@ -60,7 +67,10 @@ class UndoActivities(Room):
         """An email cannot be unsent: a withdrawal note follows every debit note in scope."""
         pool = self.pool
         scope = _scope(req)
-        fence = await self.take_fence(fence_scope(req.run_workflow_id, "outbox"))
+        fence = (await self.take_fence(fence_scope(req.run_workflow_id, "outbox"))
+                 ).with_mandate(_mandate(req))
+        async with self.pool.acquire() as conn:
+            await fence.check_mandate(conn)  # and in every write's transaction
         plan = await plan_undo(pool, scope)
         withdrawn, withdrawn_paise = 0, 0
         async with pool.acquire() as conn:
@@ -90,7 +100,10 @@ class UndoActivities(Room):
     @business_step
     async def reverse_stock_movements(self, req: UndoRequest) -> Reversed:
         pool = self.pool
-        fence = await self.take_fence(fence_scope(req.run_workflow_id, "stock"))
+        fence = (await self.take_fence(fence_scope(req.run_workflow_id, "stock"))
+                 ).with_mandate(_mandate(req))
+        async with self.pool.acquire() as conn:
+            await fence.check_mandate(conn)  # and in every write's transaction
         plan = await plan_undo(pool, _scope(req))
         moves = [
             StockMovement(
@@ -116,7 +129,10 @@ class UndoActivities(Room):
     @business_step
     async def reverse_ledger_entries(self, req: UndoRequest) -> Reversed:
         pool = self.pool
-        fence = await self.take_fence(fence_scope(req.run_workflow_id, "ledger"))
+        fence = (await self.take_fence(fence_scope(req.run_workflow_id, "ledger"))
+                 ).with_mandate(_mandate(req))
+        async with self.pool.acquire() as conn:
+            await fence.check_mandate(conn)  # and in every write's transaction
         plan = await plan_undo(pool, _scope(req))
         entries = [
             LedgerEntry(

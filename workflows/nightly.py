@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.extraction import extract_all
     from workflows.patches import REDO_WEIGHS_AGAIN, RESUME_RERUNS_STEP, SIGNED_DECISIONS, SIGNED_REQUESTS
     from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
-    from workflows.requests import checked_signer
+    from workflows.requests import checked_signer, refuse_without_mandate
     from workflows.undo import undo_whole_run
 
 T = TypeVar("T")
@@ -235,6 +235,7 @@ class NightlyReconciliation:
             try:
                 result = await body()
             except ActivityError as err:
+                refuse_without_mandate(err, self._progress)  # no mandate: refused, never handed over
                 decision = await self._hand_over(name, err)
                 if decision.decision == "undo":
                     raise UndoRequested(decision) from err

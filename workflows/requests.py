@@ -8,8 +8,11 @@ RequestRefused) and ReconStatus "Refused": nothing was posted, booked or mailed,
 is on record in `refused_requests`.
 
 The one undo that carries no signature is the one a night starts for itself, as its child, after
-a person's signed `undo` decision on its handover was checked and taken: it is authorised by its
-parent, which only Temporal's server can set (a raw start cannot claim a parent).
+a person's signed `undo` decision on its handover was checked and taken. Its parent's id only
+spares it a signature check it would fail: a parent's id is whatever its starter chose. What
+authorises it is the decision's verified signature on record, which every undo activity looks
+for in Postgres (recon/store/mandates.py); an undo under any other parent finds none, and every
+activity that moves money without a mandate ends the workflow refused (`refuse_without_mandate`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.requests import RequestActivities
+    from recon.domain.errors import MandateRefused
     from recon.domain.keys import is_redo_of
     from recon.domain.labels import RECON_STATUS, RunStatus
     from recon.domain.models import Progress
@@ -29,12 +33,24 @@ with workflow.unsafe.imports_passed_through():
     from workflows.policies import READ_TIMEOUT, RETRY
 
 REFUSED_TYPE = "RequestRefused"
+MANDATE_REFUSED = MandateRefused.__name__  # the activity's error type (activities/step.py)
 
 
 def started_by_its_night(run: str) -> bool:
-    """An undo that the night (or a redo of it) started as its child, after a signed decision."""
+    """An undo that says the night (or a redo of it) started it, after a signed decision: it
+    skips the request check, and proves nothing (its activities' mandates decide)."""
     parent = workflow.info().parent
     return parent is not None and (parent.workflow_id == run or is_redo_of(parent.workflow_id, run))
+
+
+def refuse_without_mandate(err: ActivityError, progress: Progress | None = None) -> None:
+    """An activity that moves money found no mandate in Postgres for what it was asked
+    (recon/store/mandates.py): the run ends refused, in one line, as a refused request does.
+    Any other failure returns (a handover, or the workflow's failure). Kept histories hold no
+    such failure, so they replay unchanged."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == MANDATE_REFUSED:
+        refuse(cause.message, progress)
 
 
 def refuse(line: str, progress: Progress | None = None) -> NoReturn:

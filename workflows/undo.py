@@ -4,7 +4,9 @@ Its id is derived from the run and the scope, so an undo interrupted by a crash 
 own history and starting the same undo twice is the same workflow. Compensations run newest
 first, so each starts from the state its own step left: withdrawal notes, stock, then ledger.
 Before any of them, the request's signature is checked (workflows/requests.py), unless the undo
-is the one a night started for itself after a signed decision.
+is the one a night started for itself after a signed decision; either way each activity finds
+its mandate in Postgres (a verified undo of the night and scope, recon/store/mandates.py) or the
+undo ends refused.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from activities.undo import UndoActivities
@@ -31,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import display
     from workflows.patches import GENERATION_PATCH, SIGNED_REQUESTS
     from workflows.policies import RETRY, WRITE_TIMEOUT
-    from workflows.requests import checked_signer, started_by_its_night
+    from workflows.requests import checked_signer, refuse_without_mandate, started_by_its_night
 
 
 @workflow.defn
@@ -55,26 +58,32 @@ class UndoReconciliation:
             req = req.model_copy(update={"by": approver})
         workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDOING.value)])
         counts: dict[str, Reversed] = {}
-        if workflow.patched(GENERATION_PATCH):  # undos recorded before it raised no generation
-            await workflow.execute_activity_method(
-                UndoActivities.open_next_generation,
-                GenerationRequest(run_workflow_id=req.run_workflow_id,
-                                  raised_by=workflow.info().run_id),
-                start_to_close_timeout=WRITE_TIMEOUT,
-                heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
-                retry_policy=RETRY,
-            )
-        for step in (UndoActivities.withdraw_debit_notes, UndoActivities.reverse_stock_movements,
-                     UndoActivities.reverse_ledger_entries):
-            name = step.__name__
-            workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
-            counts[name] = await workflow.execute_activity_method(
-                step, req,
-                start_to_close_timeout=WRITE_TIMEOUT,
-                heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
-                retry_policy=RETRY,
-            )
-            self._done.append(name)
+        try:
+            if workflow.patched(GENERATION_PATCH):  # undos recorded before it raised no generation
+                await workflow.execute_activity_method(
+                    UndoActivities.open_next_generation,
+                    GenerationRequest(run_workflow_id=req.run_workflow_id,
+                                      raised_by=workflow.info().run_id),
+                    start_to_close_timeout=WRITE_TIMEOUT,
+                    heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
+                    retry_policy=RETRY,
+                )
+            for step in (UndoActivities.withdraw_debit_notes,
+                         UndoActivities.reverse_stock_movements,
+                         UndoActivities.reverse_ledger_entries):
+                name = step.__name__
+                workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
+                counts[name] = await workflow.execute_activity_method(
+                    step, req,
+                    start_to_close_timeout=WRITE_TIMEOUT,
+                    heartbeat_timeout=timedelta(seconds=req.heartbeat_seconds),
+                    retry_policy=RETRY,
+                )
+                self._done.append(name)
+        except ActivityError as err:
+            # No verified undo of this night on record (recon/store/mandates.py): refused.
+            refuse_without_mandate(err)
+            raise
         workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDONE.value)])
         return UndoResult(
             undo_workflow_id=workflow.info().workflow_id,

@@ -45,6 +45,11 @@ class DecisionRefused(Refusal, ValueError):
     """The decision cannot be sent as given; one line says why."""
 
 
+class MandateRefused(Refusal, ValueError):
+    """An activity that moves money found no mandate for it in Postgres (docs/design.md §3,
+    "Mandates"): whoever called it, nothing is written. Never temporary."""
+
+
 class NotRefused(Refusal, ValueError):
     """The message is not one the mail server refused, so there is nothing to resend."""
 

@@ -214,7 +214,8 @@ class UndoRequest(BaseModel):
     heartbeat_seconds: float = default_of("RECON_HEARTBEAT_SECONDS")
     # A signed request (recon.domain.requests, purpose recon-undo/1), checked by the undo workflow
     # before it reverses anything; empty only for the undo a night starts for itself after a
-    # signed `undo` decision (authorised by its parent, workflows/requests.py).
+    # signed `undo` decision (authorised by that decision's signature on record,
+    # recon/store/mandates.py).
     signed_at: str = ""
     signature: str = ""
 

@@ -8,7 +8,8 @@ commit) and refuses to write if a newer attempt has taken over.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 
 import asyncpg
 
@@ -19,9 +20,24 @@ from recon.domain.errors import StaleAttempt
 class Fence:
     scope: str
     token: int
+    # What may be written at all (recon/store/mandates.py): asked in the same transaction, after
+    # the token, by every write that checks this fence. None: no mandate is asked.
+    mandate: Callable[[asyncpg.Connection], Awaitable[None]] | None = None
+
+    def with_mandate(self, mandate: Callable[[asyncpg.Connection], Awaitable[None]]) -> Fence:
+        return replace(self, mandate=mandate)
+
+    async def check_mandate(self, conn: asyncpg.Connection) -> None:
+        """Raises MandateRefused when there is no mandate for the write (inside its transaction)."""
+        if self.mandate is not None:
+            await self.mandate(conn)
 
     async def check(self, conn: asyncpg.Connection) -> None:
-        """Call inside the write's transaction, before the write."""
+        """Call inside the write's transaction, before the write: the token, then the mandate."""
+        await self._check_token(conn)
+        await self.check_mandate(conn)
+
+    async def _check_token(self, conn: asyncpg.Connection) -> None:
         current = await conn.fetchval(
             "SELECT token FROM fences WHERE scope = $1 FOR SHARE", self.scope
         )

@@ -7,11 +7,12 @@ recon.domain.requests.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
 
-from recon.domain.requests import KEPT_BY, KEPT_REASON
+from recon.domain.requests import KEPT_BY, KEPT_REASON, REDO, UNDO
 
 Db = asyncpg.Connection | asyncpg.Pool
 
@@ -45,21 +46,56 @@ async def refusals_of(conn: Db, run: str) -> list[asyncpg.Record]:
         " WHERE run = $1 ORDER BY received_at, check_id", run)
 
 
+@dataclass(frozen=True)
+class Use:
+    """What a verified use of a signature authorises, for the mandates (recon/store/mandates.py):
+    the night it acts on, the night's generation when it was used, an undo's scope
+    (`keys.undo_workflow_id`), a redo's or decision's supplier, what a decision decided and on
+    which handover, and whether it was taken (not the first of two approvals)."""
+
+    night: str
+    generation: int
+    scope: str | None = None
+    supplier_id: str | None = None
+    decision: str | None = None
+    handover_no: int | None = None
+    taken: bool = True
+
+
 async def spend(conn: Db, digest: bytes, *, purpose: str, run: str, target: str,
-                signer: str) -> tuple[str, datetime] | None:
-    """Record the use of a signature. None: this is its first use, or the same use again (the
-    same target); else (what it was used for, when): a second, different use."""
+                signer: str, use: Use | None = None) -> tuple[str, datetime] | None:
+    """Record the use of a signature. None: this is its first use, or the same use again; else
+    (what it was used for, when): a second, different use. The same use is the same target in
+    the same generation of the night (docs/design.md §3, "One use per signature"); for an undo,
+    the same target before any redo of the night since (its own generation opened in between)."""
+    u = use or Use(night="", generation=0)
     used_at = await conn.fetchval(
-        "INSERT INTO spent_signatures (signature_sha256, purpose, run, target, signer)"
-        " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (signature_sha256) DO NOTHING"
-        " RETURNING used_at", digest, purpose, run, target, signer)
+        "INSERT INTO spent_signatures (signature_sha256, purpose, run, target, signer, night,"
+        " generation, scope, supplier_id, decision, handover_no, taken)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        " ON CONFLICT (signature_sha256) DO NOTHING RETURNING used_at",
+        digest, purpose, run, target, signer, use and u.night, use and u.generation, u.scope,
+        u.supplier_id, u.decision, u.handover_no, u.taken)
     if used_at is not None:
         return None
     row = await conn.fetchrow(
-        "SELECT target, used_at FROM spent_signatures WHERE signature_sha256 = $1", digest)
-    if row is None or row["target"] == target:
+        "SELECT s.target, s.used_at, s.generation, s.purpose = $2 OR s.decision = 'undo' AS undo,"
+        " EXISTS (SELECT 1 FROM spent_signatures r WHERE r.night = s.night"
+        "         AND r.purpose = $3 AND r.generation > s.generation) AS redone"
+        " FROM spent_signatures s WHERE s.signature_sha256 = $1", digest, UNDO, REDO)
+    if row is None:
         return None
-    return row["target"], row["used_at"]
+    if row["target"] != target:
+        return row["target"], row["used_at"]
+    if use is None or row["generation"] is None:
+        return None
+    if row["undo"]:
+        if row["redone"]:
+            return f"{row['target']}, before a redo of {use.night}", row["used_at"]
+        return None
+    if row["generation"] != use.generation:
+        return f"{row['target']} in generation {row['generation']}", row["used_at"]
+    return None
 
 
 async def undo_stake(conn: Db, run: str, supplier_id: str | None, references: list[str]) -> int:

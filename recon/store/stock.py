@@ -212,6 +212,7 @@ async def move_reconciled_range(
     committed range conflicts on every key and moves nothing; a key already holding a different
     quantity is a bug and fails loudly, as in `move_stock`."""
     async with conn.transaction():
+        await fence.check_mandate(conn)
         row = await conn.fetchrow(_MOVE_RANGE, workflow_id, after_seq, last_seq, warehouse,
                                   fence.scope, fence.token, generation, supplier_id, undone,
                                   _movement_keys(workflow_id))

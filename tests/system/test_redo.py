@@ -1,6 +1,7 @@
-"""Redo after undo, and "done" meaning live: a night that was undone and is redone (by
-`recon redo` or a reset) posts the night's entries again exactly once, under fresh keys; a reset
-of a night that was not undone posts nothing new; two redos at once post once."""
+"""Redo after undo, and "done" meaning live: a night that was undone and is redone by `recon redo`
+posts the night's entries again exactly once, under fresh keys; a reset of a night that was not
+undone posts nothing new, and of one that was is a redo nobody signed (refused); two redos at
+once post once."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections import Counter
 
 import asyncpg
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 
 from recon.domain.models import RunSummary
 from recon.runtime.embedded import temporal_binary
@@ -118,9 +119,12 @@ async def test_supplier_undo_then_redo_of_that_supplier_touches_no_one_else(
     assert others_after == others_before
 
 
-async def test_a_reset_after_an_undo_redoes_and_a_reset_without_one_posts_nothing(
+async def test_a_reset_without_an_undo_posts_nothing_and_after_one_it_needs_a_signed_redo(
     pool: asyncpg.Pool, client: Client, night, stack
 ) -> None:
+    """A reset is a replay or a redo (issue 39, item 2): of a night not undone it posts nothing
+    new; of an undone night it is a redo nobody signed, refused before it posts; `recon redo`
+    then posts the night once."""
     seeded, wf, settings, due = await _night(pool, client, night)
 
     def reset() -> None:
@@ -130,28 +134,35 @@ async def test_a_reset_after_an_undo_redoes_and_a_reset_without_one_posts_nothin
             capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
 
-    async with inprocess_worker(settings):
-        # Not undone: a reset of the whole night writes no new row anywhere.
-        counts = await pool.fetchrow(
-            "SELECT (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1) AS l,"
-            " (SELECT count(*) FROM stock_movements WHERE workflow_id = $1) AS s,"
-            " (SELECT count(*) FROM outbox WHERE workflow_id = $1) AS o", wf)
-        await asyncio.to_thread(reset)
-        summary = await client.get_workflow_handle(wf, result_type=RunSummary).result()
-        assert summary.status == "Completed"
-        assert tuple(counts) == tuple(await pool.fetchrow(
+    async def counts() -> tuple:
+        return tuple(await pool.fetchrow(
             "SELECT (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1) AS l,"
             " (SELECT count(*) FROM stock_movements WHERE workflow_id = $1) AS s,"
             " (SELECT count(*) FROM outbox WHERE workflow_id = $1) AS o", wf))
 
-        # Undone, then reset (the Web UI's redo): never Completed with a net of zero.
+    async with inprocess_worker(settings):
+        # Not undone: a reset of the whole night writes no new row anywhere.
+        before = await counts()
+        await asyncio.to_thread(reset)
+        summary = await client.get_workflow_handle(wf, result_type=RunSummary).result()
+        assert summary.status == "Completed"
+        assert await counts() == before
+
+        # Undone, then reset: a redo nobody signed. Refused; nothing posted, booked or mailed.
         undone = await asyncio.to_thread(_cli, stack, settings, "undo", wf, "--reason", "x",
                                          "--by", "asha")
         assert undone.returncode == 0, undone.stderr
+        after_undo = await counts()
         await asyncio.to_thread(reset)
-        summary = await client.get_workflow_handle(wf, result_type=RunSummary).result()
-    assert summary.status == "Completed"
-    assert summary.ledger_posted == len(seeded.adjustments)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await client.get_workflow_handle(wf).result()
+        assert getattr(failed.value.cause, "type", None) == "RequestRefused"
+        assert "no signed redo" in str(failed.value.cause)
+        assert await counts() == after_undo and await _live(pool, wf) == (0, 0)
+
+        redone = await asyncio.to_thread(_cli, stack, settings, "redo", wf, "--reason", "y",
+                                         "--by", "asha")
+        assert redone.returncode == 0, redone.stderr
     assert await _live(pool, wf) == (len(seeded.adjustments), due)
     assert await _net(pool, wf) == due
 
