@@ -23,6 +23,7 @@ from recon.cli.common import (
     warehouse_code,
 )
 from recon.domain.errors import NightStarted, Refused
+from recon.domain.wording import count
 from recon.runtime.config import load_settings
 
 
@@ -63,9 +64,10 @@ def seed(
 
     result = asyncio.run(go())
     console.print(
-        f"seeded {result.invoices} invoices for {day} at {wh}: {len(result.adjustments)} "
-        f"adjustments due, {len(result.unreadable)} unreadable, {len(result.no_po_invoices)} "
-        f"citing no PO, {len(result.unknown_sku_lines)} unknown SKU lines"
+        f"seeded {count(result.invoices, 'invoice')} for {day} at {wh}: "
+        f"{count(len(result.adjustments), 'adjustment')} due, {len(result.unreadable)} unreadable, "
+        f"{len(result.no_po_invoices)} citing no PO, "
+        f"{count(len(result.unknown_sku_lines), 'unknown SKU line')}"
     )
 
 
@@ -84,15 +86,15 @@ def _seed_month(day: str, wh: str, nights: int, invoices: int, mismatches: int, 
 
     month = asyncio.run(go())
     say = functools.partial(console.print, markup=False, highlight=False, soft_wrap=True)
-    say(f"seeded {nights} nights from {day} at {wh}: {month.invoices} invoices "
-        f"(receipt grace {grace} days)")
+    say(f"seeded {count(nights, 'night')} from {day} at {wh}: {count(month.invoices, 'invoice')} "
+        f"(receipt grace {count(grace, 'day')})")
     for n in month.nights:
         kinds = Counter(a.kind for a in n.claims)
-        say(f"  {n.business_date}: {n.invoices} invoices, {len(n.claims)} claims due "
-            f"({kinds['qty']} qty, {kinds['price']} price), {len(n.held)} lines held awaiting "
-            f"receipt, {len(n.duplicates)} possible duplicates, {len(n.seeded.unreadable)} "
-            f"unreadable, {len(n.seeded.no_po_invoices)} citing no PO, "
-            f"{len(n.seeded.unknown_sku_lines)} unknown SKU lines")
+        say(f"  {n.business_date}: {count(n.invoices, 'invoice')}, {count(len(n.claims), 'claim')} "
+            f"due ({kinds['qty']} qty, {kinds['price']} price), {count(len(n.held), 'line')} held "
+            f"awaiting receipt, {count(len(n.duplicates), 'possible duplicate')}, "
+            f"{len(n.seeded.unreadable)} unreadable, {len(n.seeded.no_po_invoices)} citing no PO, "
+            f"{count(len(n.seeded.unknown_sku_lines), 'unknown SKU line')}")
 
 
 @user_errors

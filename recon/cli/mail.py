@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 from recon.cli.common import console, database, user_errors
 from recon.domain.errors import Refused
 from recon.domain.printable import printable
+from recon.domain.wording import count
 from recon.mail import bounces
 from recon.mail.envelope import mail_domain, message_id
 from recon.mail.report import delivery
@@ -181,7 +182,7 @@ async def _show(pool: asyncpg.Pool, console: Console, key: str) -> None:
         f"Subject: {row['subject']}",
         f"Message-ID: {row['message_id'] or message_id(row['key'], domain)}",
         f"Idempotency-Key: {row['key']}",
-        f"State: {row['state']} after {row['attempts']} attempt(s)"
+        f"State: {row['state']} after {count(row['attempts'], 'attempt')}"
         + (f", sent {row['sent_at']:%Y-%m-%d %H:%M:%S}" if row["sent_at"] else "")
         + (f", refused {row['failed_at']:%Y-%m-%d %H:%M:%S}" if row["failed_at"] else ""),
     ]
