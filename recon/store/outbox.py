@@ -4,12 +4,13 @@ delivery (the one case the mail system can force on us) says which claim it repe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import asyncpg
 
 from recon.domain.errors import KeyPayloadConflict, VerificationFailed
 from recon.domain.keys import DEBIT_NOTE, debit_note_key, row_template
+from recon.domain.redaction import mask_known
 from recon.store.fences import Fence
 
 
@@ -28,7 +29,11 @@ class Message:
 
 
 async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | None = None) -> bool:
-    """Queue one message; True if it is new. Same key, different amount: a loud error."""
+    """Queue one message; True if it is new. Same key, different amount: a loud error. No secret
+    of this process is ever queued (masked by value: recon/domain/redaction.py)."""
+    message = replace(message, subject=mask_known(message.subject), body=mask_known(message.body),
+                      body_html=mask_known(message.body_html) if message.body_html else
+                      message.body_html)
     async with conn.transaction():
         if fence is not None:
             await fence.check(conn)
