@@ -12,6 +12,7 @@ from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 from typing import Any
 
+from recon.domain.printable import neutral
 from recon.domain.redaction import mask_known
 
 
@@ -33,7 +34,7 @@ def build_email(row: Mapping[str, Any], mail_from: str, *, subject: str | None =
     msg = EmailMessage()
     msg["From"] = mail_from
     msg["To"] = row["recipient"]
-    msg["Subject"] = mask_known(subject or row["subject"])
+    msg["Subject"] = neutral(mask_known(subject or row["subject"]))
     msg["Date"] = format_datetime(row["created_at"])
     msg["Message-ID"] = message_id(row["key"], domain)
     msg["Idempotency-Key"] = row["key"]
@@ -41,8 +42,9 @@ def build_email(row: Mapping[str, Any], mail_from: str, *, subject: str | None =
         msg["In-Reply-To"] = message_id(row["reverses"], domain)
         msg["References"] = message_id(row["reverses"], domain)
     # no secret of this process leaves in a mail, whatever the row holds (redaction.py)
-    msg.set_content(mask_known(text if text is not None else row["body"]))
+    # ... and no control or bidi character: shown as an escape (`\x1b`, `\u202e`)
+    msg.set_content(neutral(mask_known(text if text is not None else row["body"])))
     html = html if html is not None else row.get("body_html")
     if html:
-        msg.add_alternative(mask_known(html), subtype="html")
+        msg.add_alternative(neutral(mask_known(html)), subtype="html")
     return msg

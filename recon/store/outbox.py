@@ -10,6 +10,7 @@ import asyncpg
 
 from recon.domain.errors import KeyPayloadConflict, VerificationFailed
 from recon.domain.keys import DEBIT_NOTE, debit_note_key, row_template
+from recon.domain.printable import neutral
 from recon.domain.redaction import mask_known
 from recon.store.fences import Fence
 
@@ -30,9 +31,11 @@ class Message:
 
 async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | None = None) -> bool:
     """Queue one message; True if it is new. Same key, different amount: a loud error. No secret
-    of this process is ever queued (masked by value: recon/domain/redaction.py)."""
-    message = replace(message, subject=mask_known(message.subject), body=mask_known(message.body),
-                      body_html=mask_known(message.body_html) if message.body_html else
+    of this process is ever queued (masked by value: recon/domain/redaction.py), and no control
+    or bidirectional character (shown as an escape: recon/domain/printable.py `neutral`)."""
+    message = replace(message, subject=neutral(mask_known(message.subject)),
+                      body=neutral(mask_known(message.body)),
+                      body_html=neutral(mask_known(message.body_html)) if message.body_html else
                       message.body_html)
     async with conn.transaction():
         if fence is not None:
