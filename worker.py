@@ -23,7 +23,7 @@ from activities.resources import Resources
 from recon.documents.extraction.choice import make_extractor
 from recon.mail.run import start_sender
 from recon.runtime import logs, metrics
-from recon.runtime.config import Settings, load_settings
+from recon.runtime.config import Settings, load_settings, remember_secrets
 from recon.runtime.temporal_client import connect
 from recon.store.db import connect_pool, migrate
 from workflows.registry import WORKFLOWS
@@ -55,6 +55,7 @@ async def run_worker(
     """Serve until SIGINT/SIGTERM (or until `stop` is set, when the caller owns the signals).
     With an SMTP_URL (and unless `with_sender` is False) the outbox sender runs here too."""
     logs.configure()
+    remember_secrets(settings)  # masked by value in every text that leaves (an in-process worker)
     # A frozen worker must not hold a lock for long: Postgres ends any transaction of ours that
     # sits idle longer than this, so a takeover never waits on a process that cannot run.
     pool = await connect_pool(settings.database_url, max_size=20,

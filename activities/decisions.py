@@ -12,6 +12,7 @@ same execution is the same use again (a retry), for anything else it is refused.
 
 from __future__ import annotations
 
+import base64
 from datetime import datetime, timedelta
 
 from temporalio import activity
@@ -59,6 +60,15 @@ class DecisionActivities(Room):
                 "refused decision %s by %r on handover #%s: %s", check.decision, check.by,
                 check.handover_no, verdict.refused)
         return verdict
+
+    @activity.defn(name="approver_keys")
+    @business_step
+    async def approver_keys(self) -> dict[str, str]:
+        """The active approvers' public keys (name: base64 of the 32 raw bytes): what a run that
+        has refused MAX_REFUSED_PER_HANDOVER decisions on a handover verifies a decision against
+        before it asks check_decision again (workflows/decisions.py, DecisionDesk.screen)."""
+        return {a.name: base64.b64encode(a.public_key).decode()
+                for a in await approvers.all_approvers(self.pool) if a.active}
 
     async def _spend(self, c: DecisionCheck, verdict: DecisionVerdict) -> DecisionVerdict:
         """The decision's signature is used now, for this handover of this execution of the run

@@ -29,6 +29,7 @@ from recon.domain.models import (
 )
 from recon.domain.money import rupees
 from recon.domain.wording import count
+from recon.domain.redaction import mask_known
 from recon.store import gate as gate_store
 from recon.store import handovers
 from recon.store.generations import current_generation
@@ -81,6 +82,10 @@ class HandoverActivities(Room):
     @business_step
     async def record_handover(self, req: HandoverRequest) -> HandoverNote:
         pool = self.pool
+        # No secret of this worker in the note, its mail or the memo, whatever an error echoed.
+        req = req.model_copy(update={"error_message": mask_known(req.error_message),
+                                     "error_type": mask_known(req.error_type),
+                                     "next_action": mask_known(req.next_action)})
         async with pool.acquire() as conn, conn.transaction():
             stored = await handovers.stored_note(conn, req.workflow_id, req.handover_no)
             if stored is None:

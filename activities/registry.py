@@ -52,6 +52,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
         handover.check_evidence,
         handover.park_invoices,
         decisions.check_decision,
+        decisions.approver_keys,
         requests.check_signed_request,
         undo.open_next_generation,
         undo.withdraw_debit_notes,

@@ -27,6 +27,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.lost_worker import forget_sticky_worker
 from recon.domain.errors import StaleAttempt, classify, outage_in_words, retry_wait
+from recon.domain.redaction import mask_known, mask_value
 from recon.domain.settings_table import default_of
 from recon.runtime import failpoints
 
@@ -104,17 +105,37 @@ def _temporary(exc: Exception, attempt: int, window: float) -> ApplicationError:
         return ApplicationError(
             f"{what} since {started} ({lasted / 60:.0f} min, {attempt} attempts), "
             f"longer than the {window / 60:.0f}-minute outage window: "
-            f"{type(exc).__name__}: {exc}",
+            f"{type(exc).__name__}: {mask_known(str(exc))}",
             {"class": "temporary", "attempt": attempt, "outage_since": since},
             type="TemporaryErrorsExhausted", non_retryable=True,
         )
     grown = retry_wait("temporary", min(attempt, 12)) or timedelta(0)
     wait = min(RETRY_WAIT_CAP_SECONDS, grown.total_seconds())
     return ApplicationError(
-        f"{what} since {started}: {type(exc).__name__}: {exc}",
+        f"{what} since {started}: {type(exc).__name__}: {mask_known(str(exc))}",
         {"class": "temporary", "attempt": attempt, "outage_since": since},
         type=type(exc).__name__, non_retryable=False, next_retry_delay=timedelta(seconds=wait),
     )
+
+
+def _leaks(exc: BaseException) -> bool:
+    """Does the error, or any error it was raised from, say a secret of this worker?"""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if mask_known(str(at)) != str(at):
+            return True
+        at = at.__cause__ or at.__context__
+    return False
+
+
+def _masked(err: ApplicationError) -> ApplicationError:
+    """The same ApplicationError with every secret of this worker masked, and no cause."""
+    return ApplicationError(
+        mask_known(err.message), *(mask_value("details", d) for d in err.details),
+        type=err.type, non_retryable=err.non_retryable, next_retry_delay=err.next_retry_delay,
+        category=err.category)
 
 
 async def _keep_alive() -> None:
@@ -136,27 +157,34 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         try:
             await failpoints.hold_before(activity.info().activity_type)
             return await fn(*args, **kwargs)
-        except (ApplicationError, asyncio.CancelledError):
+        except asyncio.CancelledError:
+            raise
+        except ApplicationError as exc:
+            if _leaks(exc):
+                raise _masked(exc) from None
             raise
         except StaleAttempt as exc:
             # Never a reason to stop the night: if this attempt is really stale, Temporal ignores
             # its failure; if it is the live one (it met a token a stale attempt took), the retry
             # is a newer attempt that takes the fence back. Soon, and not counted as an error.
             raise ApplicationError(
-                str(exc), {"class": "stale", "attempt": activity.info().attempt},
+                mask_known(str(exc)), {"class": "stale", "attempt": activity.info().attempt},
                 type="StaleAttempt", non_retryable=False,
                 next_retry_delay=timedelta(milliseconds=100),
-            ) from exc
+            ) from (None if _leaks(exc) else exc)
         except Exception as exc:
             attempt = activity.info().attempt
+            # The cause goes to Temporal too (its message in the failure's cause): left out when
+            # it holds a secret of this worker (the message itself is masked by value).
+            cause = None if _leaks(exc) else exc
             if classify(exc) == "temporary":
-                raise _temporary(exc, attempt, _outage_window(args)) from exc
+                raise _temporary(exc, attempt, _outage_window(args)) from cause
             # Unknown: stop at once. The type travels in `type`, the message is the error's own,
             # so a note reads "RaiseError: period locked", never the type twice.
             raise ApplicationError(
-                str(exc) or type(exc).__name__, {"class": "unknown", "attempt": attempt},
+                mask_known(str(exc)) or type(exc).__name__, {"class": "unknown", "attempt": attempt},
                 type=type(exc).__name__, non_retryable=True,
-            ) from exc
+            ) from cause
         finally:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -20,6 +20,7 @@ it is taken when a second, different approver signs the same decision and park l
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -31,9 +32,15 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain import decisions
     from recon.domain.models import DECISIONS, Decision, HandoverNote, IgnoredDecision, RecordedDecision
     from recon.domain.money import rupees
-    from workflows.patches import BOUNDED_IGNORED, DECISIONS_ON_RECORD
+    from recon.domain.requests import signature_digest
+    from recon.domain.signing import verifies
+    from workflows.patches import BOUNDED_IGNORED, DECISIONS_ON_RECORD, REFUSALS_NEVER_LOCK
     from workflows.policies import READ_TIMEOUT, RETRY
 
+
+# Past the cap, a decision from a name the run's copy of the keys does not hold reads the keys
+# again, at most this often (an approver registered during a flood is heard within this time).
+KEYS_FRESH_FOR = timedelta(minutes=5)
 
 GATE_NEXT_ACTION = ("send the debit notes (resume), check the evidence again (retry), "
                     "or undo the run (undo)")
@@ -151,20 +158,96 @@ class DecisionDesk:
         self.first: Decision | None = None  # four eyes: the approval waiting for a second one
         self.confirmed_by = ""
         self.refused_here = 0  # refusals recorded on the pending handover
+        # Refusals never lock a handover (patch REFUSALS_NEVER_LOCK; None until the first
+        # decision asks): past the cap, a decision is verified here, against the active
+        # approvers' keys, before check_decision is asked (and the refusal recorded).
+        self.never_locked: bool | None = None
+        self.checking = 0  # checks in flight: they count towards the cap
+        self.keys: dict[str, str] | None = None  # name: base64 public key, read past the cap
+        self.keys_read_at: datetime | None = None
+        self._reading_keys = False
+        self.refused_signatures: set[bytes] = set()  # refused past the cap: not checked again
 
     def new_handover(self) -> None:
         self.first, self.confirmed_by, self.refused_here = None, "", 0
+        self.refused_signatures = set()
 
     def too_many_refused(self, handover_no: int) -> str | None:
+        """The old rule, for runs recorded before REFUSALS_NEVER_LOCK: past the cap, nothing."""
         if self.refused_here >= decisions.MAX_REFUSED_PER_HANDOVER:
             return (f"{self.refused_here} decisions on handover #{handover_no} were refused "
                     f"already; no more are taken (the run keeps waiting for a signed one)")
         return None
 
+    def _past_cap(self) -> bool:
+        return self.refused_here + self.checking >= decisions.MAX_REFUSED_PER_HANDOVER
+
+    def screen(self, d: Decision, now: datetime) -> str | None:
+        """The validator's (and a signal's) word on the refusal cap, writing nothing. Under the
+        cap: None. Past it, only a decision whose signature verifies against an active
+        approver's key goes on to the check (a valid signature is always taken; junk is
+        refused without a record, so a flood grows neither the history nor Postgres)."""
+        if not self.never_locked:
+            return self.too_many_refused(d.handover_no)
+        if not self._past_cap() or self.keys is None:
+            return None  # under the cap, or the keys are being read: the handler screens it
+        return self._unverified(d, now)
+
+    def _unverified(self, d: Decision, now: datetime) -> str | None:
+        cap = (f"{self.refused_here} decisions on handover #{d.handover_no} were refused already, "
+               f"so only a decision whose signature verifies is checked now (and no refusal is "
+               f"recorded)")
+        digest = signature_digest(d.signature) if d.signature else None
+        if digest is None or not d.signed_at:
+            return f"{cap}: unsigned or not a signature"
+        if digest in self.refused_signatures:
+            return f"{cap}: this signature was refused on handover #{d.handover_no} already"
+        key = (self.keys or {}).get(d.by)
+        if key is None:
+            if self.keys_read_at is not None and now - self.keys_read_at >= KEYS_FRESH_FOR:
+                return None  # the handler reads the keys again first
+            return f"{cap}: {d.by!r} is not an active approver"
+        payload = decisions.canonical_decision(
+            run=self._workflow_id, handover_no=d.handover_no, decision=d.decision, by=d.by,
+            note=d.note, park=d.park, signed_at=d.signed_at)
+        if not verifies(base64.b64decode(key), payload, d.signature):
+            return f"{cap}: forged or altered, the signature does not verify against {d.by}'s key"
+        return None
+
+    async def _screened(self, d: Decision) -> str | None:
+        """Past the cap, in the handler: read the keys if the run has none (or a name is new to
+        them and they are older than KEYS_FRESH_FOR), then screen as the validator does."""
+        now = workflow.now()
+        stale = self.keys is None or (
+            d.by not in self.keys and self.keys_read_at is not None
+            and now - self.keys_read_at >= KEYS_FRESH_FOR)
+        if stale and self._reading_keys:
+            await workflow.wait_condition(lambda: not self._reading_keys)
+        elif stale:
+            self._reading_keys = True
+            try:
+                self.keys = await workflow.execute_activity_method(
+                    DecisionActivities.approver_keys, start_to_close_timeout=READ_TIMEOUT,
+                    heartbeat_timeout=self._heartbeat, retry_policy=RETRY,
+                    summary="read the active approvers' keys")
+                self.keys_read_at = workflow.now()
+            except ActivityError as err:
+                return f"the signature could not be checked: {err.cause or err}"
+            finally:
+                self._reading_keys = False
+        return self._unverified(d, workflow.now())
+
     async def take(self, d: Decision, via: str,
                    why_not: Callable[[Decision], str | None]) -> tuple[Decision | None, str, bool]:
         """(the decision to act on, or None; the one line for whoever sent it; refused?).
         Neither taken nor refused: the first of two approvals, kept until a second one."""
+        if self.never_locked is None:
+            self.never_locked = workflow.patched(REFUSALS_NEVER_LOCK)
+        past_cap = bool(self.never_locked) and self._past_cap()
+        if past_cap:
+            junk = await self._screened(d)
+            if junk:
+                return None, junk, True
         first = self.first
         check = decisions.DecisionCheck(
             check_id=str(workflow.uuid4()), workflow_id=self._workflow_id, night=self._night,
@@ -176,6 +259,7 @@ class DecisionDesk:
             first_decision=first.decision if first else "",
             first_park=list(first.park) if first else [],
         )
+        self.checking += 1
         try:
             verdict = await workflow.execute_activity_method(
                 DecisionActivities.check_decision, check, start_to_close_timeout=READ_TIMEOUT,
@@ -183,11 +267,16 @@ class DecisionDesk:
                 summary=f"check the signature of {d.decision} by {cut(d.by, 64)}")
         except ActivityError as err:
             return None, f"the signature could not be checked: {err.cause or err}", True
+        finally:
+            self.checking -= 1
         moved_on = why_not(d)  # another decision, or the run, may have moved on meanwhile
         if moved_on:
             return None, moved_on, True
         if verdict.refused:
             self.refused_here += 1
+            digest = signature_digest(d.signature) if past_cap else None
+            if digest is not None:
+                self.refused_signatures.add(digest)
             return None, verdict.refused, True
         signed = d.model_copy(update={"by": verdict.approver, "park": sorted(set(d.park))})
         if verdict.first_of_two or verdict.confirms:

@@ -103,7 +103,7 @@ class NightlyReconciliation:
 
     @decide.validator
     def _validate_decide(self, d: Decision) -> None:
-        reason = self._why_not(d) or self._desk.too_many_refused(d.handover_no)
+        reason = self._why_not(d) or self._desk.screen(d, workflow.now())
         if reason:
             raise ValueError(reason)
 
@@ -120,7 +120,7 @@ class NightlyReconciliation:
         if not workflow.patched(SIGNED_DECISIONS):
             self._decision = d
             return
-        too_many = self._desk.too_many_refused(d.handover_no)
+        too_many = self._desk.screen(d, workflow.now())
         taken, line, refused = (None, too_many, True) if too_many else \
             await self._desk.take(d, "signal", self._why_not)
         if refused:

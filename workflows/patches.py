@@ -35,6 +35,7 @@ BOUNDED_IGNORED = "bounded-ignored-decisions"
 SIGNED_REQUESTS = "signed-requests"
 REDO_WEIGHS_AGAIN = "redo-weighs-again"
 EXTRACT_FEWER = "extract-fewer-batches"
+REFUSALS_NEVER_LOCK = "refusals-never-lock"
 
 PATCHES: tuple[Patch, ...] = (
     Patch(RESUME_RERUNS_STEP, "2026-11-29",
@@ -59,4 +60,7 @@ PATCHES: tuple[Patch, ...] = (
           "a redo posts without weighing its scope again (no weigh_again before step 7)"),
     Patch(EXTRACT_FEWER, "2026-12-03",
           "step 2 in a sliding window of at most 100 extraction activities (50 since)"),
+    Patch(REFUSALS_NEVER_LOCK, "2026-12-06",
+          "after MAX_REFUSED_PER_HANDOVER refused decisions on a handover no decision is taken "
+          "(no approver_keys activity, no check of the signature in the workflow)"),
 )

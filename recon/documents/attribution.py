@@ -23,6 +23,7 @@ from recon.documents.formats.checks import check, payable_paise
 from recon.documents.formats.detect import FileReading
 from recon.documents.formats.reading import CREDIT_NOTE, Reading
 from recon.domain.errors import ImportProblem, UnreadableInvoice
+from recon.domain.printable import printable
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,17 @@ def attribute(item: Incoming, where: Directory, fallback: str | None) -> Attribu
     if not reading.number:
         return Attributed(item, item.stem, supplier, reading.kind, provisional=True)
     return Attributed(item, reading.number, supplier, reading.kind, provisional=False)
+
+
+def number_problem(doc: Attributed) -> str | None:
+    """An invoice or credit note number is text a supplier reads back in a debit note: a control
+    or bidirectional character (ESC, U+202E, a line break) in it is refused, as in a supplier's
+    name (recon/documents/master_csv.py), and the whole batch with it."""
+    if doc.number.isprintable():
+        return None
+    return (f"{doc.incoming.origin}: the {doc.kind.replace('_', ' ')} number "
+            f"'{printable(doc.number)}' holds a control or bidirectional character "
+            f"(ESC, U+202E, a line break, ...): not imported")
 
 
 def currency_problem(doc: Attributed, where: Directory) -> str | None:

@@ -29,6 +29,7 @@ from recon.documents.attribution import (
     credit_note_problem,
     credit_row,
     currency_problem,
+    number_problem,
 )
 from recon.documents.formats.checks import check
 from recon.documents.formats.reading import CREDIT_NOTE
@@ -93,7 +94,7 @@ def plan(items: list[Incoming], where: Directory, fallback: str | None,
             "no GSTIN, VAT id, endpoint or PO of a known supplier; pass --supplier ID")
     batch = Batch()
     for doc in attributed:
-        problem = currency_problem(doc, where)
+        problem = number_problem(doc) or currency_problem(doc, where)
         if problem is None and doc.kind == CREDIT_NOTE:
             problem = credit_note_problem(doc)
         if problem:

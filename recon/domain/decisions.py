@@ -25,7 +25,8 @@ MAX_INVOICE_NO = 64
 MAX_SIGNATURE = 100  # base64 of 64 bytes is 88 characters
 MAX_SIGNED_AT = 40
 # A refused decision is recorded (Postgres and the run's history); beyond this many on one
-# handover the validator refuses without a record, so a flood cannot grow the history.
+# handover only a decision whose signature verifies in the workflow is checked (and recorded),
+# so a flood grows neither the history nor Postgres and never locks the night.
 MAX_REFUSED_PER_HANDOVER = 20
 # How many ignored decisions the run's memo keeps (with a count of all of them).
 IGNORED_KEPT = 5

@@ -27,6 +27,14 @@ def _is_control(char: str) -> bool:
     return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
 
 
+def neutral(text: str) -> str:
+    """Text for a mail body (plain or HTML): every control and bidirectional character shown as
+    an escape (`\\x1b`, `\\u202e`), but for the line breaks and tabs of the layout itself."""
+    if text.isprintable():
+        return text
+    return "".join(_escape(c) if _is_control(c) and c not in "\n\t" else c for c in text)
+
+
 def printable(text: object, *, keep_newlines: bool = False) -> str:
     """`text` with every control character shown as an escape. With `keep_newlines`, a
     multi-line text (a handover note) keeps its line breaks; `\\r` is still escaped."""

@@ -4,7 +4,13 @@ Masked: the password of a URL (`postgresql://u:pw@h/db`), secret query parameter
 DSN fields (`?password=`, `sslpassword=`, `token=`, `api_key=`, `secret=`, ... in a URL or in
 `host=h password=pw`), and whole values of fields whose names say they hold one (`password`,
 `token`, `dsn`, `secret`, `api_key`, `authorization`, `credential`, `cookie`, ...; a *count* of
-tokens, `prompt_tokens`, is not one). Pure: no product imports.
+tokens, `prompt_tokens`, is not one).
+
+Masked by value too: the secrets this process holds (the model key, the database's and the SMTP
+server's passwords, the payload keys, the codec token, an approver's key), remembered once when
+the settings are read (`remember`, recon/runtime/config.py), are replaced wherever they stand in
+any text masked here, whatever a provider or a library echoed around them. No product imports;
+the only state is that list of values.
 """
 
 from __future__ import annotations
@@ -24,6 +30,39 @@ _SECRET_PARAM = re.compile(
     r"refresh_token|api_?key|apikey|key_secret|auth)\s*=\s*)('[^']*'|\"[^\"]*\"|[^&\s;,]+)")
 
 
+# A value shorter than this is not remembered: masking every "abc" in every line would hide
+# more than it protects (such a password is refused nowhere, but is no secret either).
+MIN_SECRET = 8
+_known: list[str] = []  # longest first, so a value inside another is masked with it
+
+
+def remember(*values: str | None) -> None:
+    """Secrets of this process, masked by value from now on (and their URL-quoted spelling)."""
+    from urllib.parse import quote, unquote
+
+    new = set(_known)
+    for value in values:
+        if not value:
+            continue
+        for form in (value, value.strip(), unquote(value), quote(value, safe="")):
+            if len(form) >= MIN_SECRET:
+                new.add(form)
+    _known[:] = sorted(new, key=len, reverse=True)
+
+
+def forget_all() -> None:
+    """Tests only: a clean slate."""
+    _known.clear()
+
+
+def mask_known(text: str) -> str:
+    """Every remembered secret replaced by the mask, wherever it stands."""
+    for value in _known:
+        if value in text:
+            text = text.replace(value, MASK)
+    return text
+
+
 def secret_name(key: str) -> bool:
     """Does a field of this name hold a secret? Whole words: `db_password`, `api_key`, `token`,
     `dsn`, `x-api-key`; not `prompt_tokens` or `idempotency_key`."""
@@ -35,7 +74,9 @@ def secret_name(key: str) -> bool:
 
 def mask_text(text: str) -> str:
     """A string with every URL password and secret parameter masked (the rest kept, so the host
-    and database stay readable)."""
+    and database stay readable), and every secret this process remembers, by value."""
+    if _known:
+        text = mask_known(text)
     if "://" in text:
         text = _URL_PASSWORD.sub(rf"\1{MASK}@", text)
     if "=" in text:

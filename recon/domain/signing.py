@@ -4,7 +4,8 @@ Private keys travel as unencrypted PKCS#8 PEM (the file `recon approvers add` wr
 0600); public keys as SubjectPublicKeyInfo PEM (what `--public-key` reads, e.g. from
 `openssl pkey -in key.pem -pubout`) and are stored as their 32 raw bytes. Signatures are the
 64-byte Ed25519 signature of `decisions.canonical_decision`, in standard base64. Not imported
-by workflow code: the check runs in an activity.
+by workflow code but for `verifies`: a run that has refused many decisions verifies one itself
+before it asks the check activity (workflows/decisions.py, DecisionDesk.screen).
 """
 
 from __future__ import annotations

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import asyncpg
 import jinja2
+import markupsafe
 
 from recon.domain.keys import number_of
 from recon.domain.money import rupees
+from recon.domain.printable import neutral
 from recon.store.mail_deliveries import debit_note_history, debit_note_lines
 
 _RUN = re.compile(r"recon-(\d{4})-(\d{2})-(\d{2})-([a-z0-9_-]+)")
@@ -82,6 +84,14 @@ def escapes(template_name: str | None) -> bool:
     return not (template_name or "").endswith(PLAIN_TEXT_SUFFIX)
 
 
+def _neutral_value(value: object) -> object:
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(neutral(str(value)))
+    if isinstance(value, str):
+        return neutral(value)
+    return value
+
+
 @lru_cache(maxsize=1)
 def templates() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -90,6 +100,9 @@ def templates() -> jinja2.Environment:
         # text (a PO reference, a reason) must never become markup in a reader's mail client.
         # (`select_autoescape(["html"])` matches only names ending in ".html", not "x.html.j2".)
         autoescape=escapes,
+        # data is text, never terminal or bidi control: ESC, U+202E and the like are shown as
+        # escapes in every value a template prints, text and HTML alike (docs/mail.md)
+        finalize=_neutral_value,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

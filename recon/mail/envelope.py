@@ -12,6 +12,9 @@ from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 from typing import Any
 
+from recon.domain.printable import neutral
+from recon.domain.redaction import mask_known
+
 
 def mail_domain(mail_from: str) -> str:
     address = parseaddr(mail_from)[1]
@@ -31,15 +34,17 @@ def build_email(row: Mapping[str, Any], mail_from: str, *, subject: str | None =
     msg = EmailMessage()
     msg["From"] = mail_from
     msg["To"] = row["recipient"]
-    msg["Subject"] = subject or row["subject"]
+    msg["Subject"] = neutral(mask_known(subject or row["subject"]))
     msg["Date"] = format_datetime(row["created_at"])
     msg["Message-ID"] = message_id(row["key"], domain)
     msg["Idempotency-Key"] = row["key"]
     if row.get("reverses"):  # a withdrawal answers the note it withdraws, in mail clients too
         msg["In-Reply-To"] = message_id(row["reverses"], domain)
         msg["References"] = message_id(row["reverses"], domain)
-    msg.set_content(text if text is not None else row["body"])
+    # no secret of this process leaves in a mail, whatever the row holds (redaction.py)
+    # ... and no control or bidi character: shown as an escape (`\x1b`, `\u202e`)
+    msg.set_content(neutral(mask_known(text if text is not None else row["body"])))
     html = html if html is not None else row.get("body_html")
     if html:
-        msg.add_alternative(html, subtype="html")
+        msg.add_alternative(neutral(mask_known(html)), subtype="html")
     return msg

@@ -129,6 +129,8 @@ async def add_approver(
             raise Refused(f"--public-key {public_key_file}: {exc}") from None
         added = await store.add(pool, name, email, role, public, limit_paise)
         if added is None:
+            if await store.by_key(pool, public) is None:
+                await _one_person(pool, email)
             raise Refused(f"that public key is already registered (or {name} was just added)")
         return added
     assert key_file is not None
@@ -138,9 +140,19 @@ async def add_approver(
     async with pool.acquire() as conn, conn.transaction():
         added = await store.add(conn, name, email, role, raw_public(key), limit_paise)
         if added is None:
+            await _one_person(conn, email)
             raise Refused(f"approver {name} is already on record")
         _write_private_key(key_file, key)  # a failure here rolls the row back
     return added
+
+
+async def _one_person(conn: asyncpg.Connection | asyncpg.Pool, email: str) -> None:
+    """Four eyes means two people: no second active approver under one e-mail address."""
+    other = await store.active_with_email(conn, email)
+    if other is not None:
+        raise Refused(f"--email {email}: {other} is an active approver with that address; two "
+                      f"approvers of one person would make four eyes one pair (revoke {other} "
+                      f"first if it is the same person's old key)")
 
 
 async def revoke_approver(pool: asyncpg.Pool, name: str,

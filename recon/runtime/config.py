@@ -9,11 +9,14 @@ setting is added or changed there and nowhere else.
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 from dataclasses import field, make_dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from recon.domain.redaction import remember
 from recon.domain.settings_table import CLOCK, NUMBER, OPTIONAL, SETTINGS, WHOLE, Setting, default_of
 from recon.domain.settings_table import MAX_PAISE as MAX_PAISE  # bench and tests import it from here
 from recon.runtime.keyring import Keyring, keyring_from
@@ -139,4 +142,45 @@ def load_settings() -> Settings:
             fields[row.field] = read[row.name]
         if row.name == "RECON_PAYLOAD_KEYS_FILE":
             fields["payload_keyring"] = keyring_from(read["RECON_PAYLOAD_KEYS"], read[row.name])
-    return Settings(**fields)
+    settings = Settings(**fields)
+    remember_secrets(settings, read)
+    return settings
+
+
+def _url_password(url: object) -> str | None:
+    if not isinstance(url, str) or "://" not in url:
+        return None
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def _pem_body(path: object) -> list[str]:
+    """The base64 of a key file (an approver's private key): its lines and the whole."""
+    if not isinstance(path, str):
+        return []
+    try:
+        text = Path(path).expanduser().read_text()
+    except (OSError, UnicodeDecodeError):
+        return []
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and "-----" not in ln]
+    return [*lines, "".join(lines)]
+
+
+def remember_secrets(settings: Settings, read: dict[str, object] | None = None) -> None:
+    """Every secret this process holds, masked by value in whatever text leaves it: logs, error
+    lines, handover notes, mail, what goes to Temporal (recon/domain/redaction.py)."""
+    read = read or {}
+    keyring = settings.payload_keyring
+    keys = [base64.b64encode(material).decode() for _, material in keyring.keys] if keyring \
+        else []
+    keys += [base64.urlsafe_b64encode(material).decode()
+             for _, material in (keyring.keys if keyring else ())]
+    raw_keys = str(read.get("RECON_PAYLOAD_KEYS") or "")
+    keys += [entry.partition(":")[2].strip() for entry in raw_keys.split(",") if ":" in entry]
+    remember(
+        settings.openai_api_key, settings.codec_token,
+        _url_password(settings.database_url), _url_password(settings.smtp_url),
+        *keys, *_pem_body(read.get("RECON_APPROVER_KEY")),
+    )

@@ -90,7 +90,9 @@ def configure(json_lines: bool | None = None, level: str | None = None) -> None:
         foreign_pre_chain=shared,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            *([structlog.processors.format_exc_info] if as_json else []),
+            # tracebacks as text, then masked too: an exception's message is text that leaves
+            structlog.processors.format_exc_info,
+            _mask_secrets,
             renderer,
         ],
     )

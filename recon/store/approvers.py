@@ -57,6 +57,12 @@ async def all_approvers(conn: asyncpg.Connection | asyncpg.Pool) -> list[Approve
     return [Approver(**dict(r)) for r in rows]
 
 
+async def active_with_email(conn: asyncpg.Connection | asyncpg.Pool, email: str) -> str | None:
+    """The active approver with this e-mail address, if any (one at most: migration 077)."""
+    return await conn.fetchval(
+        "SELECT name FROM approvers WHERE active AND lower(btrim(email)) = lower(btrim($1))", email)
+
+
 async def active_admins(conn: asyncpg.Connection | asyncpg.Pool) -> int:
     return await conn.fetchval("SELECT count(*) FROM approvers WHERE active AND role = 'admin'")
 

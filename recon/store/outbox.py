@@ -4,12 +4,14 @@ delivery (the one case the mail system can force on us) says which claim it repe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import asyncpg
 
 from recon.domain.errors import KeyPayloadConflict, VerificationFailed
 from recon.domain.keys import DEBIT_NOTE, debit_note_key, row_template
+from recon.domain.printable import neutral
+from recon.domain.redaction import mask_known
 from recon.store.fences import Fence
 
 
@@ -28,7 +30,13 @@ class Message:
 
 
 async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | None = None) -> bool:
-    """Queue one message; True if it is new. Same key, different amount: a loud error."""
+    """Queue one message; True if it is new. Same key, different amount: a loud error. No secret
+    of this process is ever queued (masked by value: recon/domain/redaction.py), and no control
+    or bidirectional character (shown as an escape: recon/domain/printable.py `neutral`)."""
+    message = replace(message, subject=neutral(mask_known(message.subject)),
+                      body=neutral(mask_known(message.body)),
+                      body_html=neutral(mask_known(message.body_html)) if message.body_html else
+                      message.body_html)
     async with conn.transaction():
         if fence is not None:
             await fence.check(conn)

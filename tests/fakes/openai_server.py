@@ -13,7 +13,9 @@ check Retry-After, "no invoice answered twice" and "re-asked only what was in fl
 Steps: `ok` | `STATUS[:RETRY_AFTER]` (e.g. `503`, `429:2`) | `timeout` (answer only after
 `hang` seconds, longer than the client waits) | `malformed` (not JSON) | `refuse` | `invalid`
 (JSON outside the schema: quantity 0) | `qty=SKU:N` (a lying model: that SKU's quantity read as N).
-The request names no invoice: the fake tells which one it is about from the document.
+The request names no invoice: the fake tells which one it is about from the document. A request
+with another key than API_KEY gets a 401; `echo_key=True` quotes the key in it ("Incorrect API
+key provided: Bearer sk-...").
 """
 
 from __future__ import annotations
@@ -78,8 +80,9 @@ def model_answer(user_message: str) -> str:
 
 
 class ScriptedOpenAI:
-    def __init__(self, delay: float = 0.0, hang: float = 5.0) -> None:
+    def __init__(self, delay: float = 0.0, hang: float = 5.0, echo_key: bool = False) -> None:
         self.delay, self.hang = delay, hang
+        self.echo_key = echo_key  # a 401 that quotes the key it got, as some providers do
         self.received: list[Received] = []
         self._scripts: dict[str, list[str]] = defaultdict(list)
         self._always: dict[str, str] = {}
@@ -144,7 +147,9 @@ class ScriptedOpenAI:
             self.received.append(seen)
             request_no = next(self._ids)
         if authorization != f"Bearer {API_KEY}":
-            return self._done(seen, 401, {}, _error("Incorrect API key provided.", "invalid_api_key"))
+            said = f": {authorization}" if self.echo_key else ""
+            return self._done(seen, 401, {}, _error(f"Incorrect API key provided{said}.",
+                                                    "invalid_api_key"))
         if step == "timeout":
             time.sleep(self.hang)
         elif self.delay:

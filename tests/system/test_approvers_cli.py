@@ -93,3 +93,62 @@ async def test_approvers_are_added_listed_and_revoked_by_admins_only(stack, tmp_
 
         os.chmod(boss, 0o644)
         _refused(recon_cli(revoke, "approvers", "revoke", "meera"), "readable by others")
+
+
+async def test_four_eyes_means_two_people_one_address_one_active_approver(
+    stack, tmp_path: Path
+) -> None:
+    """Issue 39, item 7: an admin who registers a second approver under their own address (a new
+    key) to confirm their own decisions is refused, by the CLI in one line and by Postgres
+    itself; an address is free again once its approver is revoked. Duplicates already on record
+    when migration 077 arrives: the first added stays, later ones are revoked."""
+    import asyncpg
+
+    from recon.store.db import migrate
+
+    async with mail_database(stack.database_url) as (url, pool):
+        env = stack.env(DATABASE_URL=url)
+        env.pop("RECON_APPROVER_KEY")
+        boss, alias, later = tmp_path / "boss.pem", tmp_path / "alias.pem", tmp_path / "later.pem"
+
+        def add(*args: str, key: Path | None = None):
+            extra = {"RECON_APPROVER_KEY": str(key)} if key else {}
+            return recon_cli(dict(env, **extra), "approvers", "add", *args)
+
+        assert add("boss", "--email", "boss@x.example", "--role", "admin",
+                   "--key-file", str(boss)).returncode == 0
+        _refused(add("boss-too", "--email", "BOSS@X.example", "--role", "approver",
+                     "--key-file", str(alias), key=boss), "boss is an active approver with that")
+        assert not alias.exists(), "no key file is left behind"
+        with_public = tmp_path / "alias.pub.pem"
+        from cryptography.hazmat.primitives import serialization
+        with_public.write_bytes(new_private_key().public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        _refused(add("boss-3", "--email", "Boss@x.example", "--role", "approver",
+                     "--public-key", str(with_public), key=boss), "active approver with that")
+        try:
+            await pool.execute(
+                "INSERT INTO approvers (name, email, role, public_key) VALUES"
+                " ('sneaky', 'boss@x.EXAMPLE', 'approver', $1)", os.urandom(32))
+            raise AssertionError("Postgres took a second active approver of one address")
+        except asyncpg.UniqueViolationError:
+            pass
+        # the address is free again once its approver is revoked (a new key for the same person)
+        assert add("ops", "--email", "ops@x.example", "--role", "admin", "--key-file",
+                   str(later), key=boss).returncode == 0
+        assert recon_cli(dict(env, RECON_APPROVER_KEY=str(later)), "approvers", "revoke",
+                         "boss").returncode == 0
+        assert add("boss-new", "--email", "boss@x.example", "--role", "approver",
+                   "--key-file", str(alias), key=later).returncode == 0
+
+        # a database that already holds duplicates when the migration arrives
+        await pool.execute("DROP INDEX approvers_one_active_per_email")
+        await pool.execute("DELETE FROM schema_migrations WHERE version LIKE '077%'")
+        for name, role in (("dup-a", "approver"), ("dup-b", "admin"), ("dup-c", "approver")):
+            await pool.execute(
+                "INSERT INTO approvers (name, email, role, public_key) VALUES"
+                " ($1, 'dup@x.example', $2, $3)", name, role, os.urandom(32))
+        await migrate(pool)
+        rows = {r["name"]: r["active"] for r in await pool.fetch(
+            "SELECT name, active FROM approvers WHERE email = 'dup@x.example'")}
+        assert rows == {"dup-a": False, "dup-b": True, "dup-c": False}

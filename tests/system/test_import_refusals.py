@@ -92,3 +92,18 @@ async def test_a_name_with_a_line_break_stays_on_one_error_line(pool, stack, nig
     assert f"IR-{night[1]}-evil\\nerror: forged.txt is a symbolic link (to /etc/hostname)" in line
     assert "copy the document in instead" in line, "the rest of the line is kept"
     assert await _stored(pool, night) == 0
+
+
+@pytest.mark.parametrize("trick", ["\x1b[2J", "\u202e", "\x07"])
+async def test_an_invoice_number_with_a_control_character_is_refused(
+    pool, stack, night, inbox: Path, trick: str
+) -> None:
+    """Issue 39, item 6: ESC, a bidi override or a bell in an invoice number never gets in (a
+    supplier reads the number back in its debit note); the batch is refused in one line."""
+    day, warehouse, _queue = night
+    _invoice(inbox, "trick.txt", f"IR-{warehouse}-{trick}9", day)
+    before = await _stored(pool, night)
+    line = _one_error_line(await _import(stack, night, inbox))
+    assert "holds a control or bidirectional character" in line and "trick.txt" in line
+    assert trick not in line
+    assert await _stored(pool, night) == before

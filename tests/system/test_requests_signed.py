@@ -69,7 +69,7 @@ async def _books(pool: asyncpg.Pool, wf: str) -> list[tuple]:
 
 def _mallory(stack, name: str, tmp_path: Path, *extra: str) -> Path:
     key = tmp_path / f"{name}.pem"
-    added = recon_cli(stack.env(), "approvers", "add", name, "--email", "m@distributor.example",
+    added = recon_cli(stack.env(), "approvers", "add", name, "--email", f"{name}@distributor.example",
                       "--role", "approver", "--key-file", str(key), *extra)
     assert added.returncode == 0, added.stderr
     return key

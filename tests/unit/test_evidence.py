@@ -128,3 +128,56 @@ def test_a_quoted_line_carries_no_control_characters() -> None:
     doc = "INV-7 PO-77\n| 1 | SKU-L1 | \x1b[2Jwiped | 80 | 12.50 |\n"
     found = disagreement(_answer(("SKU-L1", 40, 1250)), doc)
     assert found is not None and "\x1b" not in found.reason and "\\x1b[2J" in found.reason
+
+
+# Decoys (issue 39, item 4): a document that reads two ways parks, whatever the model says.
+DECOY_DOC = (
+    "TAX INVOICE\nInvoice No: INV-7\nPO Ref: PO-77\n"
+    "| # | SKU | Description | Qty | Rate |\n"
+    "| 1 | SKU-L1 | goods | 80 | 120.00 |\n"
+    "Delivery memo: SKU-L1 qty 40 rate 120.00\n"
+    "Total: 9,600.00\n"
+    "Amount payable: 4,800.00\n"
+)
+
+
+@pytest.mark.parametrize("qty", [40, 80])
+def test_a_decoy_line_parks_whichever_reading_the_model_gives(qty: int) -> None:
+    found = disagreement(_answer(("SKU-L1", qty, 120_00)), DECOY_DOC)
+    assert found is not None
+    assert "more than one line" in found.reason
+    assert "| 1 | SKU-L1 | goods | 80 | 120.00 |" in found.reason
+    assert "Delivery memo: SKU-L1 qty 40 rate 120.00" in found.reason
+
+
+def test_two_totals_that_disagree_park_with_both() -> None:
+    doc = DECOY_DOC.replace("Delivery memo: SKU-L1 qty 40 rate 120.00\n", "")
+    found = disagreement(_answer(("SKU-L1", 80, 120_00)), doc)  # even the billed reading
+    assert found is not None and "totals that disagree" in found.reason
+    assert "₹9,600" in found.reason and "₹4,800" in found.reason
+    assert "Amount payable: 4,800.00" in found.evidence
+
+
+def test_honest_repeats_and_subtotal_plus_tax_are_not_decoys() -> None:
+    doc = (
+        "TAX INVOICE\nInvoice No: INV-7\nPO Ref: PO-77\n"
+        "| 1 | SKU-L1 | goods | 80 | 120.00 |\n"
+        "| 2 | SKU-L10 | gadget | 3 | 1,25,000.00 |\n"
+        "Delivered: SKU-L1 80 at 120.00\n"
+        "Note: SKU-L10 is back-ordered\n"
+        "Sub-total: 3,84,600.00\n"
+        "CGST 9%: 34,614.00\n"
+        "SGST 9%: 34,614.00\n"
+        "Total: 4,53,828.00\n"
+        "Amount payable: Rs 4,53,828.00\n"
+    )
+    assert disagreement(_answer(("SKU-L1", 80, 120_00), ("SKU-L10", 3, 1_25_000_00)), doc) is None
+
+
+def test_one_sku_billed_on_two_lines_read_as_two_lines_agrees() -> None:
+    doc = ("Invoice No: INV-7 PO-77\n| 1 | SKU-L1 | goods | 30 | 120.00 |\n"
+           "| 2 | SKU-L1 | goods | 50 | 120.00 |\nTotal: 9,600.00\n")
+    assert disagreement(_answer(("SKU-L1", 30, 120_00), ("SKU-L1", 50, 120_00)), doc) is None
+    # the model that drops one of them: the other line reads SKU-L1 another way
+    dropped = disagreement(_answer(("SKU-L1", 30, 120_00)), doc.replace("Total: 9,600.00\n", ""))
+    assert dropped is not None and "more than one line" in dropped.reason

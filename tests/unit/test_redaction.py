@@ -66,3 +66,39 @@ def test_a_log_line_carries_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     line = json.loads(stream.getvalue().strip().splitlines()[-1])
     assert "hunter2" not in json.dumps(line) and "tok-123" not in json.dumps(line)
     assert line["token"] == line["dsn"] == "***" and line["prompt_tokens"] == 7
+
+
+def test_every_secret_the_settings_hold_is_masked_by_value_wherever_it_stands(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """Issue 39, item 5: echoed in shapes no pattern knows, each secret is masked by its value."""
+    import base64
+
+    from recon.domain import redaction
+    from recon.runtime.config import load_settings
+    from recon.runtime.logs import _mask_secrets
+
+    pem = tmp_path / "asha.pem"
+    pem.write_text("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIKkz0Q7dX2m9pY3yR4wqT8s1Z6nB0cD\n"
+                   "-----END PRIVATE KEY-----\n")
+    payload_key = base64.b64encode(bytes(range(32))).decode()
+    monkeypatch.setenv("RECON_HOME", str(tmp_path))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-Zx81aQ9")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://recon:db%40Pass9@db/recon")
+    monkeypatch.setenv("SMTP_URL", "smtps://mailer:smtpSecret77@mail.example:465")
+    monkeypatch.setenv("RECON_CODEC_TOKEN", "codec-token-4242")
+    monkeypatch.setenv("RECON_PAYLOAD_KEYS", f"k1:{payload_key}")
+    monkeypatch.setenv("RECON_APPROVER_KEY", str(pem))
+    redaction.forget_all()
+    try:
+        load_settings()
+        for secret in ("sk-proj-Zx81aQ9", "db@Pass9", "db%40Pass9", "smtpSecret77", "codec-token-4242",
+                       payload_key, "MC4CAQAwBQYDK2VwBCIEIKkz0Q7dX2m9pY3yR4wqT8s1Z6nB0cD"):
+            echoed = f"401 Incorrect API key provided: Bearer {secret}. (user {secret})"
+            assert secret not in mask_text(echoed), secret
+            assert "Incorrect API key provided: Bearer ***" in mask_text(echoed)
+            line = _mask_secrets(None, "", {"event": echoed, "exception": f"Error: {secret}"})
+            assert secret not in json.dumps(line), secret
+        assert mask_text("abc sk-proj- 12345") == "abc sk-proj- 12345"  # nothing else masked
+    finally:
+        redaction.forget_all()

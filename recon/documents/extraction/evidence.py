@@ -178,12 +178,14 @@ def disagreement(found: ExtractedInvoice, document: str) -> Disagreement | None:
     """None when every figure of the answer is on the document; otherwise the first
     disagreement, with both readings."""
     used: set[int] = set()  # document lines (by where they start) already backing a line
+    backing: list[tuple[ExtractedLine, tuple[int, int], list[tuple[int, int]]]] = []
     for line in found.lines:
         on_sku = _lines_with(document, line.sku)
-        match = next((start for start, stop in on_sku
+        match = next(((start, stop) for start, stop in on_sku
                       if start not in used and _line_holds(document[start:stop], line)), None)
         if match is not None:
-            used.add(match)
+            used.add(match[0])
+            backing.append((line, match, on_sku))
             continue
         if not on_sku:
             return Disagreement(
@@ -199,12 +201,91 @@ def disagreement(found: ExtractedInvoice, document: str) -> Disagreement | None:
     if not _contains_token(document, found.invoice_no):
         return Disagreement(
             f"the model read invoice {found.invoice_no!r}; the document does not contain it", "")
-    return _total_disagreement(found, document, used)
+    return (_second_reading(document, backing, used) or _totals_disagree(document, used)
+            or _total_disagreement(found, document, used))
+
+
+def _figures(text: str, sku: str) -> list[Reading]:
+    """The numbers of a text line outside the SKU's own spelling: a quantity or a price a line
+    could be read as billing."""
+    skus = _sku_spans(text, sku)
+    return [r for r in readings(text) if not any(_overlaps(r, s) for s in skus)]
+
+
+def _second_reading(document: str, backing: list[tuple[ExtractedLine, tuple[int, int],
+                                                       list[tuple[int, int]]]],
+                    used: set[int]) -> Disagreement | None:
+    """A SKU whose quantity or price can be read from another line of the document with other
+    figures (a "delivery memo" beside the billed line, say): the document reads two ways, and
+    nothing the model says can choose between them. A line backing another answer line, a line
+    that repeats the same quantity and price, and a line with no figure of its own are no second
+    reading."""
+    for line, (start, stop), on_sku in backing:
+        for a, b in on_sku:
+            if a in used or a == start:
+                continue
+            other = document[a:b]
+            if _line_holds(other, line) or not _figures(other, line.sku):
+                continue
+            return Disagreement(
+                f"the document reads {line.sku} on more than one line with other figures: "
+                f'"{_quote(document[start:stop])}" (the model read {_reading_of(line)}) and '
+                f'"{_quote(other)}"; a person reads which one it bills',
+                f"{document[start:stop]}\n{other}")
+    return None
+
+
+_MAX_EXPLAINING = 16  # lines of money (tax, freight, round-off) that may explain two totals
+
+
+def _last_money(text: str) -> int | None:
+    amounts = [r[2] for r in readings(text, money=True) if r[3]]
+    return amounts[-1] if amounts else None
+
+
+def _totals_disagree(document: str, used: set[int]) -> Disagreement | None:
+    """More than one total (each total line's last amount) that disagree: parked with both.
+    Two totals agree when they are the same amount, or differ by what other lines of money
+    state (tax, freight, a round-off: some of their amounts add up to the difference), so
+    sub-total + tax = total is one total, and "Total 9,600 / Amount payable 4,800" is two."""
+    stated: dict[int, str] = {}
+    total_starts: set[int] = set()
+    for start, text in _total_lines_at(document, used):
+        total_starts.add(start)
+        amount = _last_money(text)
+        if amount is not None:
+            stated.setdefault(amount, text)
+    if len(stated) < 2:
+        return None
+    sums = {0}
+    at = 0
+    for text in document.split("\n"):
+        start, at = at, at + len(text) + 1
+        if start in used or start in total_starts:
+            continue
+        amount = _last_money(text)
+        if amount is not None and len(sums) < 2 ** _MAX_EXPLAINING:
+            sums |= {s + amount for s in sums}
+    amounts = sorted(stated)
+    for i, low in enumerate(amounts):
+        for high in amounts[i + 1:]:
+            if high - low not in sums:
+                return Disagreement(
+                    f"the document states totals that disagree: {rupees(high)} "
+                    f"({_quote(stated[high])!r}) and {rupees(low)} ({_quote(stated[low])!r}); "
+                    f"a person reads which one it bills",
+                    f"{stated[high]}\n{stated[low]}")
+    return None
 
 
 def _total_lines(document: str, used: set[int]) -> list[str]:
     """The text lines labelled as a total (total, sub-total, amount due, remit, payable,
     taxable) that back no line item, in order."""
+    return [text for _start, text in _total_lines_at(document, used)]
+
+
+def _total_lines_at(document: str, used: set[int]) -> list[tuple[int, str]]:
+    """(where it starts, text) of each total line, in order."""
     low = document.lower()
     starts: set[int] = set()
     for word in _TOTAL_WORDS:
@@ -217,7 +298,7 @@ def _total_lines(document: str, used: set[int]) -> list[str]:
         stop = document.find("\n", start)
         text = document[start:len(document) if stop < 0 else stop]
         if _TOTAL_LABEL.search(text):
-            lines.append(text)
+            lines.append((start, text))
     return lines
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import openai
 
 from recon.domain.errors import classify
+from recon.domain.redaction import mask_known
 
 # A request the provider refuses for what it holds (too long for the context, a content filter,
 # a body too large, an unprocessable document): permanent for that one invoice, which is parked
@@ -59,4 +60,6 @@ def describe(exc: BaseException) -> Failure:
     if isinstance(exc, openai.APIStatusError):
         retry_after = _retry_after(exc.response.headers)
     kind = "rejected" if status in REJECTED_FOR_THE_DOCUMENT else classify(exc)
-    return Failure(kind, status, f"{type(exc).__name__}: {message}", retry_after)
+    # a provider may echo the key ("Incorrect API key provided: sk-..."): masked by value here,
+    # where its words enter, before they become a parked reason, a note or a log line
+    return Failure(kind, status, mask_known(f"{type(exc).__name__}: {message}"), retry_after)
