@@ -28,8 +28,8 @@ from recon.domain.models import (
     ReminderRequest,
 )
 from recon.domain.money import rupees
-from recon.domain.wording import count
 from recon.domain.redaction import mask_known
+from recon.domain.wording import count
 from recon.store import gate as gate_store
 from recon.store import handovers
 from recon.store.generations import current_generation
