@@ -83,7 +83,7 @@ class DecisionActivities(Room):
             night=c.night, generation=await current_generation(self.pool, c.night),
             scope=undo_workflow_id(c.night, c.supplier_id) if c.decision == "undo" else None,
             supplier_id=c.supplier_id, decision=c.decision, handover_no=c.handover_no,
-            taken=not verdict.first_of_two)
+            taken=not verdict.first_of_two, park=tuple(sorted(set(c.park))))
         used = await requests.spend(
             self.pool, digest, purpose=PURPOSE, run=c.workflow_id, signer=verdict.approver,
             target=spend_target(c.workflow_id, c.execution, f"#handover-{c.handover_no}"),

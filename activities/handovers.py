@@ -34,7 +34,7 @@ from recon.store import gate as gate_store
 from recon.store import handovers
 from recon.store.generations import current_generation
 from recon.store.ledger import verify_adjustments
-from recon.store.mandates import record_gate
+from recon.store.mandates import Parking, record_gate
 from recon.store.outbox import Message, enqueue
 from recon.store.parking import park
 from recon.store.stock import verify_movements
@@ -125,6 +125,8 @@ class HandoverActivities(Room):
         check (activities/decisions.py) before the decision is taken (undo those entries first)."""
         pool = self.pool
         async with pool.acquire() as conn, conn.transaction():
+            # its mandate: a verified decision that signed these invoices out (recon/store/mandates)
+            await Parking(req.workflow_id, req.handover_no, tuple(req.invoices))(conn)
             for invoice_no in req.invoices:
                 await park(
                     conn, req.workflow_id, "decision", invoice_no,

@@ -122,6 +122,30 @@ class Notes:
                 f"is on record")
 
 
+_PARKING = f"""
+SELECT EXISTS (SELECT 1 FROM spent_signatures s
+               WHERE s.night = $1 AND s.purpose = '{DECISION}' AND s.handover_no = $2 AND s.taken
+                 AND s.generation = recon_generation($1) AND s.park @> $3::text[])
+"""
+
+
+@dataclass(frozen=True)
+class Parking:
+    """Parking by decision: a verified, taken decision on this handover of the night, in its
+    current generation, signed these invoices out. Nothing else parks by name: a parked invoice
+    leaves ledger, stock, notes and the gate's weighing alike."""
+
+    night: str
+    handover_no: int
+    invoices: tuple[str, ...]
+
+    async def __call__(self, conn: asyncpg.Connection) -> None:
+        if not await conn.fetchval(_PARKING, self.night, self.handover_no, list(self.invoices)):
+            raise MandateRefused(
+                f"no verified decision on handover #{self.handover_no} of {self.night} signed "
+                f"these invoices out: nothing is parked")
+
+
 @dataclass(frozen=True)
 class Undo:
     """Withdrawals and reversals: a verified undo of this night and scope (a signed request, or

@@ -60,6 +60,7 @@ class Use:
     decision: str | None = None
     handover_no: int | None = None
     taken: bool = True
+    park: tuple[str, ...] = ()  # the invoices a decision signed to leave out
 
 
 async def spend(conn: Db, digest: bytes, *, purpose: str, run: str, target: str,
@@ -71,11 +72,11 @@ async def spend(conn: Db, digest: bytes, *, purpose: str, run: str, target: str,
     u = use or Use(night="", generation=0)
     used_at = await conn.fetchval(
         "INSERT INTO spent_signatures (signature_sha256, purpose, run, target, signer, night,"
-        " generation, scope, supplier_id, decision, handover_no, taken)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        " generation, scope, supplier_id, decision, handover_no, taken, park)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         " ON CONFLICT (signature_sha256) DO NOTHING RETURNING used_at",
         digest, purpose, run, target, signer, use and u.night, use and u.generation, u.scope,
-        u.supplier_id, u.decision, u.handover_no, u.taken)
+        u.supplier_id, u.decision, u.handover_no, u.taken, list(u.park))
     if used_at is not None:
         return None
     row = await conn.fetchrow(

@@ -271,3 +271,24 @@ async def test_rogue_reversals_need_a_verified_undo_of_their_own_scope(
     assert await pool.fetchval(
         "SELECT count(*) FROM live_ledger_entries WHERE workflow_id = $1 AND supplier_id <> $2",
         wf, supplier) == others
+
+
+async def test_a_rogue_cannot_park_invoices_to_shrink_what_the_gate_weighs(
+    pool: asyncpg.Pool, client: Client, night, stack
+) -> None:
+    """Parking by name would take invoices out of the gate's weighing (and the ledger's check):
+    only a verified decision that signed those invoices out parks them."""
+    day, warehouse, queue = night
+    async with inprocess_worker(settings_for(queue, gate_max_total_paise=100)):
+        handle = await _at_gate(pool, client, night)
+        wf = handle.id
+        invoices = [r["invoice_no"] for r in await pool.fetch(
+            "SELECT DISTINCT invoice_no FROM open_mismatches WHERE workflow_id = $1"
+            " ORDER BY 1", wf)]
+        answer = await rogue(client, queue, "park_invoices",
+                             {"workflow_id": wf, "handover_no": 1, "invoices": invoices,
+                              "by": "asha", "reason": "x"}, workflow_id=f"rogue-park-{queue}")
+        assert answer.startswith("refused") and "nothing is parked" in answer, answer
+        assert await _count(pool, wf, "step = 'decision'", "parked_items") == 0
+        # The legitimate path (a signed decision's --park) is tests/system/test_decisions.py's.
+        await handle.terminate("test over")
