@@ -50,8 +50,8 @@ def _note_text(req: HandoverRequest, posted: dict) -> str:
     ) or "  (no mismatches flagged yet)"
     redo = f" (a redo of {run})" if run != req.workflow_id else ""
     if req.step == steps.GATE.name:  # a hold on the evidence, not a failure: nothing was retried
-        why = (f"Held at: the gate before debit notes (the evidence is not clear enough to send "
-               f"them)\nWhy: {req.error_message}\n")
+        why = (f"Held at: the gate before debit notes ({req.step}): the evidence is not clear "
+               f"enough to send them\nWhy: {req.error_message}\n")
     else:
         why = (f"Failed step: {req.step}\nError: {req.error_type}: {req.error_message}\n"
                f"Attempts: {req.attempts}\n")

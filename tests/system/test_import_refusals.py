@@ -80,7 +80,7 @@ async def test_skipped_entries_are_named(pool, stack, night, inbox: Path) -> Non
     (inbox / ".hidden-link").symlink_to("/etc/hostname")
     done = await _import(stack, night, inbox)
     assert done.returncode == 0, done.stderr
-    assert "imported 1 invoices" in done.stdout
+    assert "imported 1 invoice for" in done.stdout
     assert ("skipped 3 not invoice files: .DS_Store (dot file), .hidden-link (dot file), "
             "scans (folder)") in done.stdout
     assert await _stored(pool, night) == 1

@@ -155,7 +155,7 @@ async def test_two_suppliers_one_number_and_the_import_rules(
     assert await pool.fetchval(
         "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1", wf) == written
     moved = await n.run_import(stack, late, day=later)
-    assert moved.returncode == 0 and "imported 1 invoices" in moved.stdout, moved.stderr
+    assert moved.returncode == 0 and "imported 1 invoice for" in moved.stdout, moved.stderr
     assert (await _invoices(pool, n))[(n.s1, "INV-7002")][0] == later
 
 
@@ -172,7 +172,7 @@ async def test_the_working_set_decides_whether_a_night_has_started(
     assert not await pool.fetchval("SELECT count(*) FROM run_invoices WHERE workflow_id = $1", wf)
     two = n.folder("two", {"s2.txt": (n.s2, NUMBER, 5, 6_000)})
     done = await n.run_import(stack, two)
-    assert done.returncode == 0 and "imported 1 invoices" in done.stdout, done.stderr
+    assert done.returncode == 0 and "imported 1 invoice for" in done.stdout, done.stderr
     # Once step 1 has copied the night, the same import of a third invoice is refused.
     await pool.execute(
         "INSERT INTO run_invoices (workflow_id, invoice_no, seq, supplier_id, document)"
