@@ -31,7 +31,7 @@ from recon.documents.formats.facturx import embedded_xml
 from recon.documents.formats.pdf_text import OCR_NOTE, SCAN_REASON, open_pdf, text_layer
 from recon.documents.formats.reading import INVOICE, PartyIds, Reading, ReadingLine
 from recon.documents.formats.xml import as_text, parse
-from recon.domain.errors import UnreadableInvoice
+from recon.domain.errors import HostileXml, RefusedDocument, UnreadableInvoice
 
 UNREADABLE_MARK = "%recon-unreadable: "
 
@@ -44,6 +44,7 @@ class FileReading:
     sha256: str
     reading: Reading | None = None  # what a reader could make of it before the night
     problem: str | None = None  # why step 2 will park it, when that is already known
+    refusal: str | None = None  # why the importer refuses this file alone (names the file)
 
     @property
     def structured(self) -> bool:
@@ -83,7 +84,17 @@ def _structured_xml(text: str | bytes) -> Reading | None:
         return ubl.read_root(root)
     if cii.is_cii(root):
         return cii.read_root(root)
+    other = ubl.other_document(root) or cii.other_document(root)
+    if other:
+        raise RefusedDocument(f"XML: {other}", other)
     return None
+
+
+def _refused(name: str, fmt: str, document: str, digest: str, exc: RefusedDocument) -> FileReading:
+    """A file refused by itself at import; stored nowhere (step 2 would park it the same way)."""
+    why = (f"DOCTYPE not allowed in {name}: {exc.what}" if isinstance(exc, HostileXml)
+           else f"{name} is {exc.what}")
+    return FileReading(name, fmt, document, digest, problem=exc.reason, refusal=why)
 
 
 def _structured_json(text: str) -> Reading | None:
@@ -123,6 +134,8 @@ def _read_pdf(name: str, data: bytes, digest: str) -> FileReading:
         stored = as_text(xml)
         try:
             reading = _structured_xml(xml)
+        except RefusedDocument as exc:
+            return _refused(name, "facturx", stored, digest, exc)
         except UnreadableInvoice as exc:
             return FileReading(name, "facturx", stored, digest, problem=exc.reason)
         if reading is None:
@@ -164,6 +177,8 @@ def read_file(name: str, data: bytes) -> FileReading:
         stored = as_text(data).replace("\x00", "\ufffd")
         try:
             reading = _structured_xml(data)
+        except RefusedDocument as exc:
+            return _refused(name, "xml", stored, digest, exc)
         except UnreadableInvoice as exc:
             return FileReading(name, "xml", stored, digest, problem=exc.reason)
         if reading is not None:
@@ -173,6 +188,8 @@ def read_file(name: str, data: bytes) -> FileReading:
     if head.startswith(b"{"):
         try:
             reading = _structured_json(text)
+        except RefusedDocument as exc:
+            return _refused(name, "gst-einvoice", text, digest, exc)
         except UnreadableInvoice as exc:
             return FileReading(name, "gst-einvoice", text, digest, problem=exc.reason)
         if reading is not None:

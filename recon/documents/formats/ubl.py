@@ -60,6 +60,28 @@ def is_ubl(root: Element) -> bool:
     return (namespace(root.tag), local(root.tag)) in ROOTS or _enveloped(root) is not None
 
 
+_UBL_PREFIX = "urn:oasis:names:specification:ubl:schema:xsd:"
+_OTHER_KINDS = {"DespatchAdvice": "a despatch advice (a delivery note)", "Order": "an order",
+                "OrderResponse": "an order response", "OrderChange": "an order change",
+                "ReceiptAdvice": "a goods receipt", "Catalogue": "a catalogue",
+                "ApplicationResponse": "a message response", "Reminder": "a payment reminder",
+                "Quotation": "a quotation", "SelfBilledInvoice": "a self-billed invoice (the "
+                "buyer's own)", "DebitNote": "a UBL DebitNote (recon reads a supplier's debit "
+                "note as an Invoice with type code 383)"}
+
+
+def other_document(root: Element) -> str | None:
+    """What a UBL document that is no Invoice or CreditNote is (a DespatchAdvice, an Order...),
+    bare or in a Peppol envelope, or None."""
+    nodes = [root] + (list(root) if namespace(root.tag) == SBD_NS else [])
+    for node in nodes:
+        ns, name = namespace(node.tag), local(node.tag)
+        if ns.startswith(_UBL_PREFIX) and (ns, name) not in ROOTS:
+            what = _OTHER_KINDS.get(name, "a document of another kind")
+            return what if name == "DebitNote" else f"a UBL {name}: {what}, not an invoice"
+    return None
+
+
 def _enveloped(root: Element) -> Element | None:
     if namespace(root.tag) != SBD_NS:
         return None
