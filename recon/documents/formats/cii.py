@@ -10,7 +10,8 @@ per `ram:BasisQuantity`, `ram:BilledQuantity@unitCode`, line allowances and char
 `ram:LineTotalAmount`); the header's `ram:SellerTradeParty` (`ram:SpecifiedTaxRegistration/ram:ID`
 with `@schemeID` VA for a VAT id, FC for a tax number; `ram:URIUniversalCommunication/ram:URIID`
 as the endpoint; `ram:GlobalID`), `ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID` (the
-PO), `ram:InvoiceReferencedDocument/ram:IssuerAssignedID` (what a credit note answers),
+PO), `ram:InvoiceReferencedDocument/ram:IssuerAssignedID` and the agreement's
+`ram:AdditionalReferencedDocument/ram:IssuerAssignedID` (what a credit note answers),
 `ram:InvoiceCurrencyCode`, `ram:ApplicableTradeTax` (any number of rates), header allowances and
 charges, and `ram:SpecifiedTradeSettlementHeaderMonetarySummation`.
 
@@ -245,8 +246,12 @@ def read_root(root: Element) -> Reading:
         totals.append(Total("DuePayableAmount", due,
                             grand - (amount("TotalPrepaidAmount") or Decimal("0"))
                             + (amount("RoundingAmount") or Decimal("0"))))
-    cites = [c for c in (f.text(ref, "ram:IssuerAssignedID") for ref in
-                         f.all(settlement, "ram:InvoiceReferencedDocument")) if c]
+    # What a credit note answers: the preceding invoice (BT-25) and any additional referenced
+    # document of the agreement (BT-17/18/122), where a supplier may quote our claim.
+    cites = list(dict.fromkeys(c for c in (
+        f.text(ref, "ram:IssuerAssignedID") for ref in
+        f.all(settlement, "ram:InvoiceReferencedDocument")
+        + f.all(agreement, "ram:AdditionalReferencedDocument")) if c))
     notes = []
     guideline = f.text(root, "rsm:ExchangedDocumentContext/"
                               "ram:GuidelineSpecifiedDocumentContextParameter/ram:ID") or ""

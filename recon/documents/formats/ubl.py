@@ -2,7 +2,8 @@
 
 Fields read: `cbc:ID`, `cbc:IssueDate`, `cbc:InvoiceTypeCode` / `cbc:CreditNoteTypeCode` (383 is a
 debit note), `cbc:DocumentCurrencyCode`, `cac:OrderReference/cbc:ID` (the PO),
-`cac:BillingReference/*/cbc:ID` (what a credit note answers), the supplier's
+`cac:BillingReference/*/cbc:ID`, `cac:DiscrepancyResponse/cbc:ReferenceID` and
+`cac:AdditionalDocumentReference/cbc:ID` (what a credit note answers), the supplier's
 `cac:AccountingSupplierParty/cac:Party` (`cbc:EndpointID@schemeID`, `cac:PartyTaxScheme/cbc:CompanyID`,
 `cac:PartyLegalEntity/cbc:CompanyID`, names), each `cac:InvoiceLine` / `cac:CreditNoteLine`
 (`cbc:ID`, `cbc:InvoicedQuantity` / `cbc:CreditedQuantity` with `@unitCode`,
@@ -237,8 +238,15 @@ def read_root(root: Element) -> Reading:
                                 inclusive - (amount("PrepaidAmount") or Decimal("0"))
                                 + (amount("PayableRoundingAmount") or Decimal("0"))))
     totals += tax_checks
+    # What a credit note answers: any BillingReference (an invoice, a credit or debit note, a
+    # self-billed one), the DiscrepancyResponse's reference, an AdditionalDocumentReference.
     cites = [cited for billing in _F.all(doc, "cac:BillingReference") for child in billing
              if (cited := _F.text(child, "cbc:ID"))]
+    cites += [c for c in (_F.text(n, "cbc:ReferenceID") for n in
+                          _F.all(doc, "cac:DiscrepancyResponse")) if c]
+    cites += [c for c in (_F.text(n, "cbc:ID") for n in
+                          _F.all(doc, "cac:AdditionalDocumentReference")) if c]
+    cites = list(dict.fromkeys(cites))
     return Reading(
         format=FORMAT, kind=kind, number=_F.text(doc, "cbc:ID"),
         issued_on=_F.text(doc, "cbc:IssueDate"),
