@@ -24,10 +24,12 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 
+from pypdf import PdfReader
+
 from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
 from recon.documents.formats import cii, gst_einvoice, ubl
-from recon.documents.formats.facturx import embedded_xml
+from recon.documents.formats.facturx import disagreement, embedded_xml
 from recon.documents.formats.pdf_text import OCR_NOTE, SCAN_REASON, open_pdf, text_layer
 from recon.documents.formats.reading import INVOICE, PartyIds, Reading, ReadingLine
 from recon.documents.formats.xml import as_text, parse
@@ -51,8 +53,10 @@ class FileReading:
         return self.format in ("gst-einvoice", "ubl", "cii", "facturx")
 
 
-def _unreadable(reason: str) -> str:
-    return f"{UNREADABLE_MARK}{reason.replace(chr(10), ' ')}\n"
+def _unreadable(reason: str, evidence: str = "") -> str:
+    """What is stored for a document step 2 parks without reading: the marker, the reason on
+    its line, then the evidence, if any."""
+    return f"{UNREADABLE_MARK}{reason.replace(chr(10), ' ')}\n{evidence}"
 
 
 def _as_text(data: bytes) -> str:
@@ -113,21 +117,27 @@ def text_reading(text: str) -> Reading | None:
         return None
     lines = [ReadingLine(line_no=ln.line_no, sku=ln.sku, description=ln.description,
                          quantity=Decimal(ln.quantity),
-                         net_amount=Decimal(ln.quantity * ln.unit_price_paise) / 100,
-                         unit_price=Decimal(ln.unit_price_paise) / 100) for ln in found.lines]
+                         net_amount=Decimal(ln.quantity * ln.unit_price_paise).scaleb(-2),
+                         unit_price=Decimal(ln.unit_price_paise).scaleb(-2)) for ln in found.lines]
     return Reading(format="text", kind=INVOICE, number=found.invoice_no, issued_on=None,
                    sender=PartyIds(supplier_id=found.supplier_id), po_number=found.po_number,
                    currency=None, lines=lines)
+
+
+def _page_of(reader: PdfReader, name: str) -> str:
+    """A Factur-X PDF's visible text, compared with its XML; '' when it cannot be read (the XML
+    binds: a page nobody can read is not a reason to refuse it)."""
+    try:
+        return text_layer(reader, name)
+    except UnreadableInvoice:
+        return ""
 
 
 def _read_pdf(name: str, data: bytes, digest: str) -> FileReading:
     try:
         reader = open_pdf(data, name)
         xml = embedded_xml(reader, name)
-        if xml is None:
-            text = text_layer(reader, name)
-        else:
-            text = ""
+        text = text_layer(reader, name) if xml is None else _page_of(reader, name)
     except UnreadableInvoice as exc:
         return FileReading(name, "pdf-broken", _unreadable(exc.reason), digest, problem=exc.reason)
     if xml is not None:
@@ -141,6 +151,11 @@ def _read_pdf(name: str, data: bytes, digest: str) -> FileReading:
         if reading is None:
             reason = f"{name}: its embedded XML is not a CII or UBL invoice"
             return FileReading(name, "facturx", _unreadable(reason), digest, problem=reason)
+        differs = disagreement(name, reading, text_reading(text) if text.strip() else None)
+        if differs is not None:
+            reason, evidence = differs
+            return FileReading(name, "facturx", _unreadable(reason, evidence), digest,
+                               reading=reading, problem=reason)
         return FileReading(name, "facturx", stored, digest, reading=reading)
     if not text.strip():
         reason = f"{name}: {SCAN_REASON}"
@@ -204,7 +219,8 @@ def read_stored(document: str) -> Reading | None:
     reading (unchecked), None for text (offline layouts or the model), or raises
     UnreadableInvoice for a document that must be parked without a model."""
     if document.startswith(UNREADABLE_MARK):
-        raise UnreadableInvoice(document[len(UNREADABLE_MARK):].strip())
+        reason, _, evidence = document[len(UNREADABLE_MARK):].partition("\n")
+        raise UnreadableInvoice(reason.strip(), evidence.strip())
     head = document[:64].lstrip("\ufeff \t\n")
     if head.startswith("<"):
         return _structured_xml(document.encode("utf-8"))
