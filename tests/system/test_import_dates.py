@@ -5,6 +5,7 @@ reconciles as before. Documents written in each standard's shape."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -39,7 +40,7 @@ async def test_invoices_dated_out_of_the_window_or_before_their_order_are_parked
     settings = settings_for(queue, gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0)
     async with inprocess_worker(settings):
         handle = await start(client, settings, day, warehouse)
-        assert (await handle.result()).status == "Completed"
+        assert (await asyncio.wait_for(handle.result(), 90)).status == "Completed"
     parked = {r["invoice_no"]: r for r in await pool.fetch(
         "SELECT invoice_no, reason, evidence FROM parked_items WHERE workflow_id = $1",
         handle.id)}
