@@ -11,6 +11,7 @@ from temporalio import activity
 from activities.resources import Room
 from activities.statistics import refresh_statistics
 from activities.step import business_step
+from recon.domain.match_policy import MatchPolicy
 from recon.domain.models import Count, StepInput
 from recon.store import matching
 
@@ -21,12 +22,14 @@ class MatchingActivities(Room):
     @activity.defn(name="match_orders")
     @business_step
     async def match_orders(self, step: StepInput) -> Count:
-        """Step 3. Lines that match no purchase order are parked, the others go on."""
+        """Step 3. Lines that match no purchase order, or whose invoice is dated before its order
+        or outside the window around the business date, are parked; the others go on."""
         # The extraction filled these in many small transactions: plan on what they hold now.
         await refresh_statistics(self.pool, step.workflow_id, "invoice_lines", "extractions",
                                  "parked_items")
         matched, parked = await matching.match_orders(
-            self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse)
+            self.pool, step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
+            MatchPolicy.of(self.settings).invoice_date_window_days)
         await refresh_statistics(self.pool, step.workflow_id, "line_matches", "parked_items")
         return Count(count=matched, parked=parked)
 

@@ -17,6 +17,7 @@ from recon.cli.common import (
     business_date,
     console,
     database,
+    fail,
     one_line,
     temporal,
     user_errors,
@@ -135,6 +136,10 @@ def import_(
 
     for line in report(result, day, wh):
         console.print(one_line(line), markup=False, highlight=False)
+    refused = result.intake.refused if result.intake is not None else []
+    if refused:  # the others are imported (said above); the exit says not everything was
+        fail(f"{len(refused)} file(s) refused, each alone (the others as said above): "
+             + "; ".join(refused))
 
 
 async def _night_label(workflow_id: str) -> str:

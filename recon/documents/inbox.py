@@ -197,6 +197,8 @@ async def import_maildir(pool: asyncpg.Pool, folder: Path, business_date: str, w
 def _message_problem(m: Message, where: Directory, fallback: str | None) -> str | None:
     """Why this message cannot be taken on its own, or None."""
     for doc in m.documents:
+        if doc.file.refusal:
+            return doc.file.refusal
         try:
             found = attribute(doc, where, fallback)
         except ImportProblem as exc:

@@ -1,6 +1,10 @@
 """Taking documents in, the same way for a folder and a mailbox: attribute every document, refuse
 the whole batch on any refusal, then write it in one transaction (nothing half-imported).
 
+A file that is no invoice to reconcile is refused alone, by name, and the others are taken: XML
+with a DTD or entities ("DOCTYPE not allowed in inv.xml"), a document of another kind (a UBL
+DespatchAdvice or Order, a CII of another type code), a document marked as a test. Each is what
+it is whatever else the folder holds, so the other files need not wait for it.
 Refusals (one line each, nothing written): a document whose supplier cannot be told (without
 `--supplier`); a contradiction inside a document (two suppliers' ids, or its ids and its PO naming
 different suppliers); a currency other than the supplier's; a credit note that breaks the checks;
@@ -43,6 +47,7 @@ class Batch:
     invoices: list[Attributed] = field(default_factory=list)
     credit_notes: list[Attributed] = field(default_factory=list)
     to_park: list[str] = field(default_factory=list)  # "origin: reason", step 2 will park them
+    refused: list[str] = field(default_factory=list)  # files refused alone, each naming itself
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class IntakeResult:
     formats: dict[str, int] = field(default_factory=dict)
     to_park: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)  # "number of supplier (where it was)"
+    refused: list[str] = field(default_factory=list)  # files refused alone: hostile, not invoices
 
 
 async def directory(conn: asyncpg.Connection, items: list[Incoming]) -> Directory:
@@ -80,19 +86,26 @@ def _refuse_duplicates(docs: list[Attributed], what: str, collapse_identical: bo
 
 def plan(items: list[Incoming], where: Directory, fallback: str | None,
          collapse_identical: bool = False) -> Batch:
-    """Attribute and check every document, or raise ImportProblem for the first refusal."""
-    attributed, unattributed = [], []
+    """Attribute and check every document, or raise ImportProblem for the first refusal. A file
+    that is no invoice to reconcile (hostile XML, another kind of document, a test) is refused
+    alone: set aside in `refused`, the others go on."""
+    attributed, unattributed, refused = [], [], []
     for item in items:
+        if item.file.refusal:
+            refused.append(item.file.refusal)
+            continue
         doc = attribute(item, where, fallback)
         if doc is None:
             unattributed.append(item.origin)
         else:
             attributed.append(doc)
     if unattributed:
+        also = f" (and refused: {'; '.join(refused)})" if refused else ""
         raise ImportProblem(
             f"{len(unattributed)} file(s) do not name their supplier (e.g. {unattributed[0]}): "
-            "no GSTIN, VAT id, endpoint or PO of a known supplier; pass --supplier ID")
-    batch = Batch()
+            "no GSTIN, VAT id, endpoint or PO of a known supplier; pass --supplier ID; nothing "
+            f"imported{also}")
+    batch = Batch(refused=refused)
     for doc in attributed:
         problem = number_problem(doc) or currency_problem(doc, where)
         if problem is None and doc.kind == CREDIT_NOTE:
@@ -217,7 +230,8 @@ async def store(conn: asyncpg.Connection, batch: Batch, day: date, warehouse: st
         imported=len(inserted), skipped_existing=len(found.same),
         credit_notes=credits, credit_notes_existing=len(batch.credit_notes) - credits,
         formats=dict(sorted(formats.items())), to_park=batch.to_park,
-        replaced=[f"{d.number} of {d.supplier_id} ({_where(r)})" for d, r in found.other])
+        replaced=[f"{d.number} of {d.supplier_id} ({_where(r)})" for d, r in found.other],
+        refused=batch.refused)
 
 
 def _refuse_started(night: str, day: date, docs: list[Attributed]) -> None:

@@ -124,6 +124,21 @@ class UnreadableInvoice(Exception):
         self.evidence = evidence
 
 
+class RefusedDocument(UnreadableInvoice):
+    """A document that is no invoice to reconcile, whatever it says: hostile XML (a DTD or an
+    entity), a document of another kind (a delivery note, an order), or one its sender marked as
+    a test. The importer refuses that file alone, naming it and what it is; a stored one is parked.
+    `what` says what the document is, without a file name, for the importer to put the name in."""
+
+    def __init__(self, reason: str, what: str = "") -> None:
+        super().__init__(reason)
+        self.what = what or reason
+
+
+class HostileXml(RefusedDocument):
+    """XML that declares a DTD or entities: refused before anything in it is expanded or read."""
+
+
 class UndoRequested(Exception):
     """Workflow control flow: a person decided the whole run must be undone. Raised and caught
     inside NightlyReconciliation; never crosses an activity or the CLI."""

@@ -19,11 +19,14 @@ class MatchPolicy:
     price_tolerance_percent: float = default_of("RECON_PRICE_TOLERANCE_PERCENT")  # of the PO price
     # of the PO line's quantity: what a line may accept beyond the order, whatever arrived
     overdelivery_tolerance_percent: float = default_of("RECON_OVERDELIVERY_TOLERANCE_PERCENT")
+    # days an invoice's stated date may lie from the business date (step 3 parks it beyond)
+    invoice_date_window_days: int = default_of("RECON_INVOICE_DATE_WINDOW_DAYS")
 
     @classmethod
     def of(cls, settings) -> MatchPolicy:  # recon.runtime.config.Settings
         return cls(settings.receipt_grace_days, settings.price_tolerance_paise,
-                   settings.price_tolerance_percent, settings.overdelivery_tolerance_percent)
+                   settings.price_tolerance_percent, settings.overdelivery_tolerance_percent,
+                   settings.invoice_date_window_days)
 
     def tolerates(self, invoice_price_paise: int, po_price_paise: int) -> bool:
         """The rule step 6 applies in SQL, read from the same text (recon.domain.price_rule):

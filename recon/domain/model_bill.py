@@ -4,6 +4,11 @@ answers reported and what they cost at the prices recorded on each row (USD per 
 
 `answered` is what `model_calls` meant before every request had a row (one answered request per
 invoice read by the model), so "model calls: 312" keeps its meaning; `requests` counts them all.
+
+The bill counts requests to a model only. A document read here without one (a structured
+document by the document reader, a text layout by the offline parser: `LOCAL_READERS`, their
+`model_calls` rows have no tokens and no price) is counted apart, as `read_without_model`:
+"Model bill: ... for 1 request ...; 11 documents read without the model".
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recon.domain.wording import count
+
+# The `extractor` names of the readers that run here and ask no model (document_reader.NAME and
+# offline.NAME; tests/store/test_model_bill_counts.py checks they agree).
+LOCAL_READERS = ("document-reader", "offline-parser")
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,7 @@ class ModelBill:
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
+    read_without_model: int = 0  # documents read by a local reader, no model asked
 
     @property
     def tokens(self) -> int:
@@ -35,6 +45,8 @@ class ModelBill:
                   (self.cancelled, "cancelled"), (self.lost, "lost"), (self.in_flight, "in flight"))
                   if n]
         extra = f" ({', '.join(others)})" if others else ""
+        local = (f"; {count(self.read_without_model, 'document')} read without the model"
+                 if self.read_without_model else "")
         return (f"Model bill: US${self.cost_usd:,.4f} for {count(self.requests, 'request')}{extra}, "
                 f"{self.answered:,} answered, {count(self.tokens, 'token')} "
-                f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out)")
+                f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out){local}")

@@ -93,6 +93,11 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "arrived; units billed beyond it are claimed as a quantity adjustment and named in "
                 "the summary as an over-delivery; 0 accepts no unit beyond the order",
                 low=0, high=100),
+        Setting("RECON_INVOICE_DATE_WINDOW_DAYS", "invoice_date_window_days", WHOLE, 90,
+                "an invoice whose document states a date more than this many days before or after "
+                "the night's business date is parked by step 3 with both dates, as is one dated "
+                "before the purchase order it cites; an invoice that states no date is not checked",
+                low=1, high=3650),
         Setting("RECON_PRICE_TOLERANCE_PAISE", "price_tolerance_paise", WHOLE, 0,
                 "a price difference within this many paise per unit is no adjustment; 0 sets none; "
                 "with both tolerances set, a difference is tolerated only within both",

@@ -8,6 +8,7 @@ the row in the transaction that marks it sent.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -98,10 +99,29 @@ async def _credit_notes(conn: asyncpg.Connection | asyncpg.Pool, business_date: 
         claims.setdefault(r["supplier_id"], set()).add(claim_number(r["key"]))
     notes = []
     for r in rows:
-        ours = claims.get(r["supplier_id"], set())
-        notes.append(dict(r, answers=[c for c in r["cites"] if c in ours],
-                          other=[c for c in r["cites"] if c not in ours]))
+        answers, other = settled_claims(r["cites"], claims.get(r["supplier_id"], set()))
+        notes.append(dict(r, answers=answers, other=other))
     return notes
+
+
+_CLAIM_TOKEN = re.compile(r"DN-[A-Z0-9]+(?:-[A-Z0-9]+)*")
+
+
+def settled_claims(cites: list[str], ours: set[str]) -> tuple[list[str], list[str]]:
+    """(our claim numbers the cited references quote, the references that quote none). A
+    reference quotes a claim when it holds its number as a whole word, in any case, alone or in
+    words ("against your debit note dn-20261013-ldh-s042"): whichever field of its standard the
+    supplier put it in (GST `PrecDocDtls.InvNo` / `OthRefNo`, UBL `BillingReference`, CII
+    `InvoiceReferencedDocument`...), the reader gathered it into `cites`."""
+    by_upper = {c.upper(): c for c in ours}
+    answers: list[str] = []
+    other: list[str] = []
+    for cite in cites:
+        found = [by_upper[t] for t in _CLAIM_TOKEN.findall(cite.upper()) if t in by_upper]
+        answers += [c for c in found if c not in answers]
+        if not found:
+            other.append(cite)
+    return answers, other
 
 
 def render_summary(data: SummaryData) -> Document:

@@ -18,8 +18,10 @@ from recon.store.model_bill import model_bill
 async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:
     counts = await store.inspection_counts(pool, workflow_id)
     bill = await model_bill(pool, workflow_id)
-    # `model_calls` counts answered requests (its meaning before every request had a row)
-    counts.update(model_calls=bill.answered, model_requests=bill.requests,
+    # `model_calls` counts answered rows, the local readers' too (its meaning before every request
+    # had a row); `model_requests` counts what a model was asked, `read_without_model` the rest
+    counts.update(model_calls=bill.answered + bill.read_without_model,
+                  model_requests=bill.requests, read_without_model=bill.read_without_model,
                   model_tokens=bill.tokens, model_cost_usd=bill.cost_usd)
     facts: dict = {"run": workflow_id}
     # Lines the night held awaiting receipt (billed ahead of their goods), as the JSON reads them.

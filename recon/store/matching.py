@@ -19,12 +19,15 @@ from recon.store.lanes import in_lanes
 
 
 async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date,
-                       warehouse: str) -> tuple[int, int]:
+                       warehouse: str, date_window_days: int) -> tuple[int, int]:
     """Step 3: (lines matched, lines parked). A line whose PO does not exist, is another
-    supplier's, or lacks the SKU is parked. Several lines may bill one PO line (partial
-    deliveries, several invoices per order): step 5 weighs them together, in order. Lines that
-    earlier nights of the warehouse hold awaiting receipt, and no night has claimed, are carried
-    into this night's match with their own invoice date.
+    supplier's, or lacks the SKU is parked. So is every line of an invoice whose document states
+    a date more than `date_window_days` from the business date, or before the order date of the
+    PO the line cites (`_PARK_BY_DATE`): it is not matched, so nothing of it is weighed or posted.
+    Several lines may bill one PO line (partial deliveries, several invoices per order): step 5
+    weighs them together, in order. Lines that earlier nights of the warehouse hold awaiting
+    receipt, and no night has claimed, are carried into this night's match with their own
+    invoice date.
 
     Filled once, like steps 4-6: the step's mark (`lines_matched`, migration 072) commits with its
     matches and parked lines, so a run that has its mark has them all, and running the step again
@@ -41,6 +44,8 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
                 "SELECT lines FROM lines_matched WHERE workflow_id = $1", workflow_id)
         else:
             await _match_lines(conn, pool, workflow_id, business_date)
+            await conn.execute(_PARK_BY_DATE, workflow_id, business_date, warehouse,
+                               date_window_days, row_template(PARKED_LINE))
             await conn.execute(_CARRY_HELD, workflow_id, warehouse, business_date)
             matched = await conn.fetchval(
                 "INSERT INTO lines_matched (workflow_id, lines)"
@@ -121,6 +126,49 @@ async def _match_lines(conn: asyncpg.Connection, pool: asyncpg.Pool, workflow_id
         """,
         workflow_id, row_template(PARKED_LINE),
     )
+
+
+# The night's own invoices whose document states a date (an imported structured document:
+# `invoices.issued_on`), checked against the business date ($2, within $4 days either way) and the
+# order date of each line's PO: a line of an invoice out of the window, or dated before its order,
+# is parked with both dates and its match removed (in the step's transaction, before its mark, so
+# a retry that re-adds the match removes it again). Invoices that state no date are not checked.
+_PARK_BY_DATE = """
+WITH dated AS MATERIALIZED (
+    SELECT format('%s:%s', i.supplier_id, i.invoice_no) AS ref, i.issued_on
+    FROM invoices i
+    WHERE i.business_date = $2 AND i.warehouse = $3 AND i.issued_on IS NOT NULL
+      AND (i.issued_on < $2 - $4::int OR i.issued_on > $2 + $4::int
+           OR EXISTS (SELECT 1 FROM purchase_orders o JOIN invoice_lines l
+                      ON l.po_number = o.po_number
+                      WHERE l.workflow_id = $1 AND l.invoice_no =
+                            format('%s:%s', i.supplier_id, i.invoice_no)
+                        AND o.ordered_on > i.issued_on))
+), late AS (
+    SELECT l.invoice_no, l.line_no, l.qty, l.sku, l.po_number, d.issued_on, o.ordered_on,
+           CASE WHEN d.issued_on < $2 - $4::int OR d.issued_on > $2 + $4::int
+                THEN 'invoice dated ' || d.issued_on || ', ' || abs(d.issued_on - $2)
+                     || ' days from the business date ' || $2::date
+                     || ' (RECON_INVOICE_DATE_WINDOW_DAYS ' || $4::int || ')'
+                ELSE 'invoice dated ' || d.issued_on || ', before its purchase order '
+                     || l.po_number || ' of ' || o.ordered_on
+           END AS reason
+    FROM dated d
+    JOIN invoice_lines l ON l.workflow_id = $1 AND l.invoice_no = d.ref
+    LEFT JOIN purchase_orders o ON o.po_number = l.po_number
+), parked AS (
+    INSERT INTO parked_items (workflow_id, item_key, step, invoice_no, line_no, reason, evidence)
+    SELECT $1, format($5, invoice_no, line_no), 'match_orders', invoice_no, line_no, reason,
+           'invoice date ' || issued_on || '; business date ' || $2::date
+           || coalesce('; ' || po_number || ' ordered on ' || ordered_on, '')
+           || '; ' || qty || ' x ' || sku
+    FROM late
+    ON CONFLICT (workflow_id, item_key) DO NOTHING
+)
+DELETE FROM line_matches m USING late p
+WHERE m.workflow_id = $1 AND m.invoice_no = p.invoice_no AND m.line_no = p.line_no
+  AND m.carried_from IS NULL
+"""
 
 
 # Lines held awaiting receipt by earlier nights of the warehouse and claimed by no live

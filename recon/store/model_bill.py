@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from recon.domain.model_bill import ModelBill
+from recon.domain.model_bill import LOCAL_READERS, ModelBill
 
 Db = asyncpg.Connection | asyncpg.Pool
 
@@ -68,26 +68,28 @@ async def mark_lost(conn: Db, workflow_id: str, invoice_nos: list[str]) -> None:
     await conn.execute(MARK_LOST, workflow_id, invoice_nos)
 
 
+# Requests to a model, apart from the rows of the readers that ask none (`LOCAL_READERS`, $2).
 _BILL = """
 SELECT
-  count(*) FILTER (WHERE outcome = 'answered') AS answered,
-  count(*) AS requests,
-  count(*) FILTER (WHERE outcome = 'error') AS errors,
-  count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
-  count(*) FILTER (WHERE outcome = 'lost') AS lost,
-  count(*) FILTER (WHERE outcome = 'sent') AS in_flight,
-  coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
-  coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens,
+  count(*) FILTER (WHERE outcome = 'answered' AND NOT local) AS answered,
+  count(*) FILTER (WHERE NOT local) AS requests,
+  count(*) FILTER (WHERE outcome = 'error' AND NOT local) AS errors,
+  count(*) FILTER (WHERE outcome = 'cancelled' AND NOT local) AS cancelled,
+  count(*) FILTER (WHERE outcome = 'lost' AND NOT local) AS lost,
+  count(*) FILTER (WHERE outcome = 'sent' AND NOT local) AS in_flight,
+  count(DISTINCT invoice_no) FILTER (WHERE local) AS read_without_model,
+  coalesce(sum(prompt_tokens) FILTER (WHERE NOT local), 0)::bigint AS prompt_tokens,
+  coalesce(sum(completion_tokens) FILTER (WHERE NOT local), 0)::bigint AS completion_tokens,
   coalesce(sum(coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)
-             + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1000000, 0)
-      AS cost_usd
-FROM model_calls WHERE workflow_id = $1
+             + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0))
+           FILTER (WHERE NOT local) / 1000000, 0) AS cost_usd
+FROM (SELECT *, extractor = ANY($2::text[]) AS local FROM model_calls WHERE workflow_id = $1) m
 """
 
 
 async def bill_row(conn: Db, workflow_id: str) -> asyncpg.Record:
     """The night's requests by outcome, tokens, and cost at the prices recorded per row."""
-    return await conn.fetchrow(_BILL, workflow_id)
+    return await conn.fetchrow(_BILL, workflow_id, list(LOCAL_READERS))
 
 
 async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) -> ModelBill:
@@ -97,5 +99,5 @@ async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) 
         answered=row["answered"], requests=row["requests"], errors=row["errors"],
         cancelled=row["cancelled"], lost=row["lost"], in_flight=row["in_flight"],
         prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-        cost_usd=round(float(row["cost_usd"]), 6),
+        cost_usd=round(float(row["cost_usd"]), 6), read_without_model=row["read_without_model"],
     )

@@ -17,9 +17,10 @@ def _money(paise_amount: int) -> str:
 
 
 def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[str] = (),
-          tax_rate: int = 18, currency: str = "INR") -> str:
+          tax_rate: int = 18, currency: str = "INR", test: bool = False) -> str:
     """An EN 16931 profile CII invoice (TypeCode 380, 381 for a credit note, 383 a debit note):
-    one tax rate, no allowances; each line's SKU as the seller's id and the order line id."""
+    one tax rate, no allowances; each line's SKU as the seller's id and the order line id.
+    `test` marks it as a test document (`ExchangedDocumentContext/TestIndicator`)."""
     code = {CREDIT_NOTE: "381", DEBIT_NOTE: "383"}.get(kind, "380")
     net = sum(ln.qty * ln.unit_price_paise for ln in doc.lines)
     tax = (net * tax_rate + 50) // 100
@@ -27,7 +28,10 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<rsm:CrossIndustryInvoice xmlns:rsm="{RSM}" xmlns:ram="{RAM}" xmlns:udt="{UDT}"'
         f' xmlns:qdt="{QDT}">',
-        "<rsm:ExchangedDocumentContext><ram:GuidelineSpecifiedDocumentContextParameter>"
+        "<rsm:ExchangedDocumentContext>"
+        + ("<ram:TestIndicator><udt:Indicator>true</udt:Indicator></ram:TestIndicator>"
+           if test else "")
+        + "<ram:GuidelineSpecifiedDocumentContextParameter>"
         "<ram:ID>urn:cen.eu:en16931:2017</ram:ID></ram:GuidelineSpecifiedDocumentContextParameter>"
         "</rsm:ExchangedDocumentContext>",
         f"<rsm:ExchangedDocument><ram:ID>{escape(doc.invoice_no)}</ram:ID>"

@@ -17,6 +17,7 @@ from recon.store.db import lock_run
 from recon.store.weighing import compare_quantities
 
 DAY = date(2030, 5, 6)
+WINDOW = MatchPolicy().invoice_date_window_days
 ORDERS = 40
 
 
@@ -173,7 +174,7 @@ async def _night_to_match(pool: asyncpg.Pool) -> tuple[str, str, tuple[list[tupl
     await pool.execute(
         "INSERT INTO invoice_lines SELECT $2, invoice_no, line_no, supplier_id, po_number, sku,"
         " description, qty, unit_price_paise FROM invoice_lines WHERE workflow_id = $1", wf, alone)
-    await matching.match_orders(pool, alone, DAY, warehouse)
+    await matching.match_orders(pool, alone, DAY, warehouse, WINDOW)
     return wf, warehouse, await _matches(pool, alone)
 
 
@@ -183,7 +184,7 @@ async def test_two_lanes_match_what_one_lane_matches(pool: asyncpg.Pool,
     assert len(one_lane[0]) == ORDERS * 3 and len(one_lane[1]) == 2
     monkeypatch.setattr(lanes, "LANE_LINES", 1)
     backends = _backends_running(monkeypatch, "execute", matching._MATCH)
-    assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2)
+    assert await matching.match_orders(pool, wf, DAY, warehouse, WINDOW) == (ORDERS * 3, 2)
     monkeypatch.undo()
     assert len(backends) == 2, "the lines were matched on two connections"
     xmins = await pool.fetch("SELECT DISTINCT xmin::text FROM line_matches WHERE workflow_id = $1",
@@ -213,11 +214,11 @@ async def test_a_match_lane_committed_before_a_crash_is_not_matched_twice(
 
     monkeypatch.setattr(asyncpg.Connection, "fetchval", crash_before_the_mark)
     with pytest.raises(Crash):
-        await matching.match_orders(pool, wf, DAY, warehouse)
+        await matching.match_orders(pool, wf, DAY, warehouse, WINDOW)
     monkeypatch.setattr(asyncpg.Connection, "fetchval", real_fetchval)
     upper_only, parked = await _matches(pool, wf)
     assert 0 < len(upper_only) < ORDERS * 3 and parked == [], "only the upper lane committed"
-    assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2)
+    assert await matching.match_orders(pool, wf, DAY, warehouse, WINDOW) == (ORDERS * 3, 2)
     matches, parked = await _matches(pool, wf)
     assert (matches, [p[1] for p in parked]) == (one_lane[0], [p[1] for p in one_lane[1]])
-    assert await matching.match_orders(pool, wf, DAY, warehouse) == (ORDERS * 3, 2), "once"
+    assert await matching.match_orders(pool, wf, DAY, warehouse, WINDOW) == (ORDERS * 3, 2), "once"

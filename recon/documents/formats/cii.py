@@ -10,7 +10,8 @@ per `ram:BasisQuantity`, `ram:BilledQuantity@unitCode`, line allowances and char
 `ram:LineTotalAmount`); the header's `ram:SellerTradeParty` (`ram:SpecifiedTaxRegistration/ram:ID`
 with `@schemeID` VA for a VAT id, FC for a tax number; `ram:URIUniversalCommunication/ram:URIID`
 as the endpoint; `ram:GlobalID`), `ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID` (the
-PO), `ram:InvoiceReferencedDocument/ram:IssuerAssignedID` (what a credit note answers),
+PO), `ram:InvoiceReferencedDocument/ram:IssuerAssignedID` and the agreement's
+`ram:AdditionalReferencedDocument/ram:IssuerAssignedID` (what a credit note answers),
 `ram:InvoiceCurrencyCode`, `ram:ApplicableTradeTax` (any number of rates), header allowances and
 charges, and `ram:SpecifiedTradeSettlementHeaderMonetarySummation`.
 
@@ -41,7 +42,7 @@ from recon.documents.formats.reading import (
     optional_decimal,
 )
 from recon.documents.formats.xml import Finder, local, namespace, parse
-from recon.domain.errors import UnreadableInvoice
+from recon.domain.errors import RefusedDocument, UnreadableInvoice
 
 RSM = "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100"
 RAM = "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"
@@ -51,6 +52,17 @@ FORMAT = "cii"
 CENT = Decimal("0.01")
 CREDIT_CODES = {"381", "261", "262", "296", "308", "396", "420", "458", "532"}
 DEBIT_CODES = {"383", "80", "84"}
+# The rest of UNTDID 1001's invoice codes that EN 16931 accepts (BT-3), less 325, a pro-forma,
+# which asks for no payment. Any other code (220 an order, 351 a despatch advice, 632 a goods
+# receipt...) is a document of another kind, refused by name.
+INVOICE_CODES = {"71", "82", "102", "130", "202", "203", "204", "211", "218", "219", "295",
+                 "326", "331", "380", "382", "384", "385", "386", "387", "388", "389", "390",
+                 "393", "394", "395", "456", "457", "527", "553", "575", "623", "633", "751",
+                 "780", "817", "870", "875", "876", "877", "935"}
+OTHER_KINDS = {"220": "an order", "221": "a blanket order", "231": "an order response",
+               "325": "a pro-forma invoice", "351": "a despatch advice (a delivery note)",
+               "270": "a delivery note", "632": "a goods receipt", "310": "an offer"}
+_OTHER_ROOT = "urn:un:unece:uncefact:data:standard:CrossIndustry"
 
 _F = Finder({"rsm": RSM, "ram": RAM, "udt": UDT})
 # ZUGFeRD 1.0 (2014): the same business terms under the CII D13B names it was built on.
@@ -76,6 +88,15 @@ _ZF1 = Finder(
 def is_cii(root: Element) -> bool:
     return ((namespace(root.tag), local(root.tag)) in
             ((RSM, "CrossIndustryInvoice"), (ZF1_RSM, "CrossIndustryDocument")))
+
+
+def other_document(root: Element) -> str | None:
+    """What a UN/CEFACT cross-industry document that is no invoice is (a CrossIndustryOrder, a
+    CrossIndustryDespatchAdvice...), or None."""
+    ns, name = namespace(root.tag), local(root.tag)
+    if ns.startswith(_OTHER_ROOT) and name.startswith("CrossIndustry") and not is_cii(root):
+        return f"a UN/CEFACT {name}, not an invoice"
+    return None
 
 
 def _charges(f: Finder, node: Element | None, charge: bool) -> Decimal:
@@ -162,6 +183,16 @@ def read_root(root: Element) -> Reading:
     agreement = f.one(trade, "ram:ApplicableHeaderTradeAgreement")
     settlement = f.one(trade, "ram:ApplicableHeaderTradeSettlement")
     type_code = f.text(header, "ram:TypeCode") or "380"
+    if type_code not in INVOICE_CODES | CREDIT_CODES | DEBIT_CODES:
+        what = OTHER_KINDS.get(type_code, "a document of another kind")
+        raise RefusedDocument(f"CII: type code {type_code} is {what}, not an invoice",
+                              f"a CII document of type code {type_code}: {what}, not an invoice")
+    test = f.text(root, "rsm:ExchangedDocumentContext/ram:TestIndicator/udt:Indicator") or ""
+    if test.lower() == "true":
+        raise RefusedDocument(
+            "CII: marked as a test document (ExchangedDocumentContext/TestIndicator true)",
+            "marked as a test document (ExchangedDocumentContext/TestIndicator true): a test "
+            "invoice is not a bill")
     kind = (CREDIT_NOTE if type_code in CREDIT_CODES
             else DEBIT_NOTE if type_code in DEBIT_CODES else INVOICE)
     currency = f.text(settlement, "ram:InvoiceCurrencyCode")
@@ -215,8 +246,12 @@ def read_root(root: Element) -> Reading:
         totals.append(Total("DuePayableAmount", due,
                             grand - (amount("TotalPrepaidAmount") or Decimal("0"))
                             + (amount("RoundingAmount") or Decimal("0"))))
-    cites = [c for c in (f.text(ref, "ram:IssuerAssignedID") for ref in
-                         f.all(settlement, "ram:InvoiceReferencedDocument")) if c]
+    # What a credit note answers: the preceding invoice (BT-25) and any additional referenced
+    # document of the agreement (BT-17/18/122), where a supplier may quote our claim.
+    cites = list(dict.fromkeys(c for c in (
+        f.text(ref, "ram:IssuerAssignedID") for ref in
+        f.all(settlement, "ram:InvoiceReferencedDocument")
+        + f.all(agreement, "ram:AdditionalReferencedDocument")) if c))
     notes = []
     guideline = f.text(root, "rsm:ExchangedDocumentContext/"
                               "ram:GuidelineSpecifiedDocumentContextParameter/ram:ID") or ""

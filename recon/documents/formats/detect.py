@@ -24,14 +24,16 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 
+from pypdf import PdfReader
+
 from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import MAX_DOCUMENT_CHARS
 from recon.documents.formats import cii, gst_einvoice, ubl
-from recon.documents.formats.facturx import embedded_xml
+from recon.documents.formats.facturx import disagreement, embedded_xml
 from recon.documents.formats.pdf_text import OCR_NOTE, SCAN_REASON, open_pdf, text_layer
 from recon.documents.formats.reading import INVOICE, PartyIds, Reading, ReadingLine
 from recon.documents.formats.xml import as_text, parse
-from recon.domain.errors import UnreadableInvoice
+from recon.domain.errors import HostileXml, RefusedDocument, UnreadableInvoice
 
 UNREADABLE_MARK = "%recon-unreadable: "
 
@@ -44,14 +46,17 @@ class FileReading:
     sha256: str
     reading: Reading | None = None  # what a reader could make of it before the night
     problem: str | None = None  # why step 2 will park it, when that is already known
+    refusal: str | None = None  # why the importer refuses this file alone (names the file)
 
     @property
     def structured(self) -> bool:
         return self.format in ("gst-einvoice", "ubl", "cii", "facturx")
 
 
-def _unreadable(reason: str) -> str:
-    return f"{UNREADABLE_MARK}{reason.replace(chr(10), ' ')}\n"
+def _unreadable(reason: str, evidence: str = "") -> str:
+    """What is stored for a document step 2 parks without reading: the marker, the reason on
+    its line, then the evidence, if any."""
+    return f"{UNREADABLE_MARK}{reason.replace(chr(10), ' ')}\n{evidence}"
 
 
 def _as_text(data: bytes) -> str:
@@ -83,7 +88,17 @@ def _structured_xml(text: str | bytes) -> Reading | None:
         return ubl.read_root(root)
     if cii.is_cii(root):
         return cii.read_root(root)
+    other = ubl.other_document(root) or cii.other_document(root)
+    if other:
+        raise RefusedDocument(f"XML: {other}", other)
     return None
+
+
+def _refused(name: str, fmt: str, document: str, digest: str, exc: RefusedDocument) -> FileReading:
+    """A file refused by itself at import; stored nowhere (step 2 would park it the same way)."""
+    why = (f"DOCTYPE not allowed in {name}: {exc.what}" if isinstance(exc, HostileXml)
+           else f"{name} is {exc.what}")
+    return FileReading(name, fmt, document, digest, problem=exc.reason, refusal=why)
 
 
 def _structured_json(text: str) -> Reading | None:
@@ -102,32 +117,45 @@ def text_reading(text: str) -> Reading | None:
         return None
     lines = [ReadingLine(line_no=ln.line_no, sku=ln.sku, description=ln.description,
                          quantity=Decimal(ln.quantity),
-                         net_amount=Decimal(ln.quantity * ln.unit_price_paise) / 100,
-                         unit_price=Decimal(ln.unit_price_paise) / 100) for ln in found.lines]
+                         net_amount=Decimal(ln.quantity * ln.unit_price_paise).scaleb(-2),
+                         unit_price=Decimal(ln.unit_price_paise).scaleb(-2)) for ln in found.lines]
     return Reading(format="text", kind=INVOICE, number=found.invoice_no, issued_on=None,
                    sender=PartyIds(supplier_id=found.supplier_id), po_number=found.po_number,
                    currency=None, lines=lines)
+
+
+def _page_of(reader: PdfReader, name: str) -> str:
+    """A Factur-X PDF's visible text, compared with its XML; '' when it cannot be read (the XML
+    binds: a page nobody can read is not a reason to refuse it)."""
+    try:
+        return text_layer(reader, name)
+    except UnreadableInvoice:
+        return ""
 
 
 def _read_pdf(name: str, data: bytes, digest: str) -> FileReading:
     try:
         reader = open_pdf(data, name)
         xml = embedded_xml(reader, name)
-        if xml is None:
-            text = text_layer(reader, name)
-        else:
-            text = ""
+        text = text_layer(reader, name) if xml is None else _page_of(reader, name)
     except UnreadableInvoice as exc:
         return FileReading(name, "pdf-broken", _unreadable(exc.reason), digest, problem=exc.reason)
     if xml is not None:
         stored = as_text(xml)
         try:
             reading = _structured_xml(xml)
+        except RefusedDocument as exc:
+            return _refused(name, "facturx", stored, digest, exc)
         except UnreadableInvoice as exc:
             return FileReading(name, "facturx", stored, digest, problem=exc.reason)
         if reading is None:
             reason = f"{name}: its embedded XML is not a CII or UBL invoice"
             return FileReading(name, "facturx", _unreadable(reason), digest, problem=reason)
+        differs = disagreement(name, reading, text_reading(text) if text.strip() else None)
+        if differs is not None:
+            reason, evidence = differs
+            return FileReading(name, "facturx", _unreadable(reason, evidence), digest,
+                               reading=reading, problem=reason)
         return FileReading(name, "facturx", stored, digest, reading=reading)
     if not text.strip():
         reason = f"{name}: {SCAN_REASON}"
@@ -164,6 +192,8 @@ def read_file(name: str, data: bytes) -> FileReading:
         stored = as_text(data).replace("\x00", "\ufffd")
         try:
             reading = _structured_xml(data)
+        except RefusedDocument as exc:
+            return _refused(name, "xml", stored, digest, exc)
         except UnreadableInvoice as exc:
             return FileReading(name, "xml", stored, digest, problem=exc.reason)
         if reading is not None:
@@ -173,6 +203,8 @@ def read_file(name: str, data: bytes) -> FileReading:
     if head.startswith(b"{"):
         try:
             reading = _structured_json(text)
+        except RefusedDocument as exc:
+            return _refused(name, "gst-einvoice", text, digest, exc)
         except UnreadableInvoice as exc:
             return FileReading(name, "gst-einvoice", text, digest, problem=exc.reason)
         if reading is not None:
@@ -187,7 +219,8 @@ def read_stored(document: str) -> Reading | None:
     reading (unchecked), None for text (offline layouts or the model), or raises
     UnreadableInvoice for a document that must be parked without a model."""
     if document.startswith(UNREADABLE_MARK):
-        raise UnreadableInvoice(document[len(UNREADABLE_MARK):].strip())
+        reason, _, evidence = document[len(UNREADABLE_MARK):].partition("\n")
+        raise UnreadableInvoice(reason.strip(), evidence.strip())
     head = document[:64].lstrip("\ufeff \t\n")
     if head.startswith("<"):
         return _structured_xml(document.encode("utf-8"))

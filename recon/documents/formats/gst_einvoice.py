@@ -2,8 +2,9 @@
 signed answer the portal gives back (`Irn`, `AckNo`, `SignedInvoice`), read exactly, and written.
 
 Fields read: `DocDtls` (`Typ` INV | CRN | DBN, `No`, `Dt` as DD/MM/YYYY), `SellerDtls.Gstin`
-(and `LglNm`), `RefDtls.ContrDtls[].PORefr` (the PO), `RefDtls.PrecDocDtls[].InvNo` (what a credit
-or debit note answers), each `ItemList[]` entry (`SlNo`, `PrdDesc`, `HsnCd`, `Barcde`,
+(and `LglNm`), `RefDtls.ContrDtls[].PORefr` (the PO), `RefDtls.PrecDocDtls[].InvNo` and
+`.OthRefNo` and `RefDtls.ContrDtls[].ExtRefr` (what a credit or debit note answers), each
+`ItemList[]` entry (`SlNo`, `PrdDesc`, `HsnCd`, `Barcde`,
 `OrdLineRef`, `Qty`, `FreeQty`, `Unit`, `UnitPrice`, `TotAmt`, `Discount`, `AssAmt`, `GstRt`,
 `IgstAmt`, `CgstAmt`, `SgstAmt`, cess amounts, `OthChrg`, `TotItemVal`) and `ValDtls` (`AssVal`,
 `CgstVal`, `SgstVal`, `IgstVal`, `CesVal`, `StCesVal`, `Discount`, `OthChrg`, `RndOffAmt`,
@@ -206,8 +207,14 @@ def read_object(data: Any) -> Reading:
     refs = invoice.get("RefDtls") if isinstance(invoice.get("RefDtls"), dict) else {}
     contracts = [c for c in refs.get("ContrDtls") or [] if isinstance(c, dict)]
     po = next((_text(c, "PORefr") for c in contracts if _text(c, "PORefr")), None)
-    cites = [_text(p, "InvNo") for p in refs.get("PrecDocDtls") or []
-             if isinstance(p, dict) and _text(p, "InvNo")]
+    # What a credit or debit note answers: each preceding document's number and its other
+    # reference (`OthRefNo`, where a supplier quotes our debit note), and a contract's external
+    # reference (`ExtRefr`); said once each, in the document's order.
+    cites = list(dict.fromkeys(
+        _text(p, key) for group, keys in (("PrecDocDtls", ("InvNo", "OthRefNo")),
+                                          ("ContrDtls", ("ExtRefr",)))
+        for p in (refs.get(group) if isinstance(refs.get(group), list) else [])
+        if isinstance(p, dict) for key in keys if _text(p, key)))
     seller = invoice.get("SellerDtls") if isinstance(invoice.get("SellerDtls"), dict) else {}
     return Reading(
         format=FORMAT, kind=KINDS[typ], number=_text(doc, "No") or None,

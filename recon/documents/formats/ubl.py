@@ -2,7 +2,8 @@
 
 Fields read: `cbc:ID`, `cbc:IssueDate`, `cbc:InvoiceTypeCode` / `cbc:CreditNoteTypeCode` (383 is a
 debit note), `cbc:DocumentCurrencyCode`, `cac:OrderReference/cbc:ID` (the PO),
-`cac:BillingReference/*/cbc:ID` (what a credit note answers), the supplier's
+`cac:BillingReference/*/cbc:ID`, `cac:DiscrepancyResponse/cbc:ReferenceID` and
+`cac:AdditionalDocumentReference/cbc:ID` (what a credit note answers), the supplier's
 `cac:AccountingSupplierParty/cac:Party` (`cbc:EndpointID@schemeID`, `cac:PartyTaxScheme/cbc:CompanyID`,
 `cac:PartyLegalEntity/cbc:CompanyID`, names), each `cac:InvoiceLine` / `cac:CreditNoteLine`
 (`cbc:ID`, `cbc:InvoicedQuantity` / `cbc:CreditedQuantity` with `@unitCode`,
@@ -58,6 +59,28 @@ GSTIN_SHAPE = 15
 
 def is_ubl(root: Element) -> bool:
     return (namespace(root.tag), local(root.tag)) in ROOTS or _enveloped(root) is not None
+
+
+_UBL_PREFIX = "urn:oasis:names:specification:ubl:schema:xsd:"
+_OTHER_KINDS = {"DespatchAdvice": "a despatch advice (a delivery note)", "Order": "an order",
+                "OrderResponse": "an order response", "OrderChange": "an order change",
+                "ReceiptAdvice": "a goods receipt", "Catalogue": "a catalogue",
+                "ApplicationResponse": "a message response", "Reminder": "a payment reminder",
+                "Quotation": "a quotation", "SelfBilledInvoice": "a self-billed invoice (the "
+                "buyer's own)", "DebitNote": "a UBL DebitNote (recon reads a supplier's debit "
+                "note as an Invoice with type code 383)"}
+
+
+def other_document(root: Element) -> str | None:
+    """What a UBL document that is no Invoice or CreditNote is (a DespatchAdvice, an Order...),
+    bare or in a Peppol envelope, or None."""
+    nodes = [root] + (list(root) if namespace(root.tag) == SBD_NS else [])
+    for node in nodes:
+        ns, name = namespace(node.tag), local(node.tag)
+        if ns.startswith(_UBL_PREFIX) and (ns, name) not in ROOTS:
+            what = _OTHER_KINDS.get(name, "a document of another kind")
+            return what if name == "DebitNote" else f"a UBL {name}: {what}, not an invoice"
+    return None
 
 
 def _enveloped(root: Element) -> Element | None:
@@ -215,8 +238,15 @@ def read_root(root: Element) -> Reading:
                                 inclusive - (amount("PrepaidAmount") or Decimal("0"))
                                 + (amount("PayableRoundingAmount") or Decimal("0"))))
     totals += tax_checks
+    # What a credit note answers: any BillingReference (an invoice, a credit or debit note, a
+    # self-billed one), the DiscrepancyResponse's reference, an AdditionalDocumentReference.
     cites = [cited for billing in _F.all(doc, "cac:BillingReference") for child in billing
              if (cited := _F.text(child, "cbc:ID"))]
+    cites += [c for c in (_F.text(n, "cbc:ReferenceID") for n in
+                          _F.all(doc, "cac:DiscrepancyResponse")) if c]
+    cites += [c for c in (_F.text(n, "cbc:ID") for n in
+                          _F.all(doc, "cac:AdditionalDocumentReference")) if c]
+    cites = list(dict.fromkeys(cites))
     return Reading(
         format=FORMAT, kind=kind, number=_F.text(doc, "cbc:ID"),
         issued_on=_F.text(doc, "cbc:IssueDate"),

@@ -18,7 +18,7 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml.ElementTree as safe_tree
 from defusedxml import DefusedXmlException
 
-from recon.domain.errors import UnreadableInvoice
+from recon.domain.errors import HostileXml, UnreadableInvoice
 
 _ENCODING = re.compile(rb"^\s*<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)[\"']")
 
@@ -37,9 +37,11 @@ def parse(data: bytes | str, what: str) -> Element:
             return fast_tree.fromstring(text)
         return safe_tree.fromstring(text, forbid_dtd=True)
     except DefusedXmlException as exc:
-        raise UnreadableInvoice(
-            f"{what}: refused: the XML declares a DTD or entities ({type(exc).__name__}); "
-            "an e-invoice needs none") from None
+        kind = type(exc).__name__
+        raise HostileXml(
+            f"{what}: refused: the XML declares a DTD or entities ({kind}); an e-invoice needs none",
+            f"the XML declares a DTD or entities ({kind}); an e-invoice needs none, and nothing in "
+            "it was expanded or read") from None
     except ParseError as exc:
         raise UnreadableInvoice(f"{what}: not well-formed XML ({exc})") from None
 
