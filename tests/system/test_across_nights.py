@@ -100,6 +100,17 @@ async def _held(pool: asyncpg.Pool, wf: str) -> list[tuple[str, int]]:
     return [(r["invoice_no"].rsplit(":", 1)[-1], r["line_no"]) for r in rows]
 
 
+async def bills_ahead_of_their_goods(pool: asyncpg.Pool, day: str, wh: str) -> None:
+    """Two bills of night `day` ahead of their goods: INV-1's 50 units come the next day, INV-2's
+    50 never come whole (20 arrived on the night)."""
+    await _order(pool, f"PO-{wh}-1", "S002", wh, day, {"SKU-H1": 50})
+    await _order(pool, f"PO-{wh}-2", "S002", wh, day, {"SKU-H2": 50})
+    await _receive(pool, f"PO-{wh}-2", "SKU-H2", wh, 20, day)
+    await _receive(pool, f"PO-{wh}-1", "SKU-H1", wh, 50, _day(day, 1))  # the goods come next day
+    await _bill(pool, f"INV-{wh}-1", "S002", wh, day, f"PO-{wh}-1", [("SKU-H1", 50)])
+    await _bill(pool, f"INV-{wh}-2", "S002", wh, day, f"PO-{wh}-2", [("SKU-H2", 50)])
+
+
 async def test_a_partial_delivery_over_two_nights_posts_nothing_and_books_each_unit_once(
         stack, pool: asyncpg.Pool, client: Client, night) -> None:
     day, wh, queue = night
@@ -163,12 +174,7 @@ async def test_a_delivery_billed_twice_is_an_adjustment_and_a_possible_duplicate
 async def test_a_bill_ahead_of_its_goods_is_held_then_claimed_clean_or_short(
         stack, pool: asyncpg.Pool, client: Client, night) -> None:
     day, wh, queue = night
-    await _order(pool, f"PO-{wh}-1", "S002", wh, day, {"SKU-H1": 50})
-    await _order(pool, f"PO-{wh}-2", "S002", wh, day, {"SKU-H2": 50})
-    await _receive(pool, f"PO-{wh}-2", "SKU-H2", wh, 20, day)
-    await _receive(pool, f"PO-{wh}-1", "SKU-H1", wh, 50, _day(day, 1))  # the goods come next day
-    await _bill(pool, f"INV-{wh}-1", "S002", wh, day, f"PO-{wh}-1", [("SKU-H1", 50)])
-    await _bill(pool, f"INV-{wh}-2", "S002", wh, day, f"PO-{wh}-2", [("SKU-H2", 50)])
+    await bills_ahead_of_their_goods(pool, day, wh)
     for n in (1, 2, 3):  # the other nights have a bill of their own, for another order
         await _order(pool, f"PO-{wh}-x{n}", "S003", wh, _day(day, n), {"SKU-X": 5})
         await _receive(pool, f"PO-{wh}-x{n}", "SKU-X", wh, 5, _day(day, n))

@@ -22,6 +22,7 @@ from tests.system.test_across_nights import (
     _order,
     _receive,
     _run,
+    bills_ahead_of_their_goods,
 )
 
 pytestmark = pytest.mark.slow
@@ -30,12 +31,7 @@ pytestmark = pytest.mark.slow
 async def test_held_lines_are_claimed_on_time_on_nights_with_no_new_invoices(
         stack, pool: asyncpg.Pool, client: Client, night) -> None:
     day, wh, queue = night
-    await _order(pool, f"PO-{wh}-1", "S002", wh, day, {"SKU-H1": 50})
-    await _order(pool, f"PO-{wh}-2", "S002", wh, day, {"SKU-H2": 50})
-    await _receive(pool, f"PO-{wh}-2", "SKU-H2", wh, 20, day)
-    await _receive(pool, f"PO-{wh}-1", "SKU-H1", wh, 50, _day(day, 1))  # the goods come next day
-    await _bill(pool, f"INV-{wh}-1", "S002", wh, day, f"PO-{wh}-1", [("SKU-H1", 50)])
-    await _bill(pool, f"INV-{wh}-2", "S002", wh, day, f"PO-{wh}-2", [("SKU-H2", 50)])
+    await bills_ahead_of_their_goods(pool, day, wh)
     settings = settings_for(queue, gate_max_adjustment_share=1.0)
     env = stack.env(RECON_TASK_QUEUE=queue)
     async with inprocess_worker(settings):
