@@ -49,7 +49,8 @@ def run(
     async def go():
         async with database() as pool:
             have = await invoices_waiting(pool, date.fromisoformat(day), wh)
-            held = 0 if have else await open_holds_before(pool, date.fromisoformat(day), wh)
+            held = 0 if have else await open_holds_before(
+                pool, workflow_id_for(day, wh), wh, date.fromisoformat(day))
         if not have and not held:
             # A quiet night still runs when earlier nights hold lines it must weigh (issue 38).
             raise Refused(f"nothing to reconcile for {day} at {wh}: no invoices for the night and "

@@ -30,16 +30,26 @@ async def held_count(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) 
     return int(row["n"]), int(row["paise"])
 
 
-async def open_holds_before(conn: asyncpg.Connection | asyncpg.Pool, business_date,
-                            warehouse: str) -> int:
-    """Lines earlier nights of the warehouse hold and no live acceptance has claimed: what a night
-    carries into its own match (recon/store/matching.py `_CARRY_HELD`), so a night with no new
-    invoices still has work when this is not zero."""
-    return int(await conn.fetchval(
-        "SELECT count(*) FROM (SELECT DISTINCT h.invoice_no, h.line_no FROM held_lines h"
-        " WHERE h.warehouse = $2 AND h.invoice_date < $1"
-        " AND NOT EXISTS (SELECT 1 FROM acceptances a WHERE a.invoice_no = h.invoice_no"
-        " AND a.line_no = h.line_no AND a.live)) held", business_date, warehouse))
+# The held lines a night carries into its own match (recon/store/matching.py `_CARRY_HELD`): held
+# by earlier nights of the warehouse ($2) for bills dated before the night ($3), claimed by no live
+# acceptance, one row per line from the night the bill came in (the first that held it: a night's
+# id sorts by its date within a warehouse). $1 is the carrying night's workflow id.
+OPEN_HOLDS = """
+    SELECT DISTINCT ON (h.invoice_no, h.line_no) h.*
+    FROM held_lines h
+    WHERE h.warehouse = $2 AND h.invoice_date < $3 AND h.workflow_id <> $1
+      AND NOT EXISTS (SELECT 1 FROM acceptances a
+                      WHERE a.invoice_no = h.invoice_no AND a.line_no = h.line_no AND a.live)
+    ORDER BY h.invoice_no, h.line_no, h.workflow_id
+"""
+
+
+async def open_holds_before(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
+                            warehouse: str, business_date) -> int:
+    """How many lines the night would carry (`OPEN_HOLDS`): a night with no new invoices still
+    has work when this is not zero."""
+    return int(await conn.fetchval(f"SELECT count(*) FROM ({OPEN_HOLDS}) held",
+                                   workflow_id, warehouse, business_date))
 
 
 async def carried_into(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> tuple[int, int]:

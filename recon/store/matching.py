@@ -15,6 +15,7 @@ import asyncpg
 
 from recon.domain.keys import PARKED_LINE, row_template
 from recon.store.db import lock_run
+from recon.store.held_lines import OPEN_HOLDS
 from recon.store.lanes import in_lanes
 
 
@@ -177,14 +178,7 @@ WHERE m.workflow_id = $1 AND m.invoice_no = p.invoice_no AND m.line_no = p.line_
 # (the first night that held it: a night's id sorts by its date within a warehouse), where its
 # fingerprint is (recon/store/weighing.py); every night that held it holds the same line.
 _CARRY_HELD = """
-WITH open_holds AS (
-    SELECT DISTINCT ON (h.invoice_no, h.line_no) h.*
-    FROM held_lines h
-    WHERE h.warehouse = $2 AND h.invoice_date < $3 AND h.workflow_id <> $1
-      AND NOT EXISTS (SELECT 1 FROM acceptances a
-                      WHERE a.invoice_no = h.invoice_no AND a.line_no = h.line_no AND a.live)
-    ORDER BY h.invoice_no, h.line_no, h.workflow_id
-), carried AS (
+WITH open_holds AS (""" + OPEN_HOLDS + """), carried AS (
     INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
                                description, qty, unit_price_paise)
     SELECT $1, invoice_no, line_no, supplier_id, po_number, sku, description, qty,
