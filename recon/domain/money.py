@@ -36,3 +36,30 @@ def parse_rupees(text: str) -> int:
     if not whole.isdigit() or (frac and not frac.isdigit()) or len(frac) > 2:
         raise ValueError(f"not an amount: {text!r}")
     return int(whole) * 100 + int((frac + "00")[:2])
+
+
+# ISO 4217 minor units where they are not 2; amounts are stored in the currency's minor unit.
+_MINOR_DIGITS = {"JPY": 0, "KRW": 0, "VND": 0, "CLP": 0, "ISK": 0, "UGX": 0,
+                 "BHD": 3, "KWD": 3, "OMR": 3, "JOD": 3, "TND": 3, "IQD": 3, "LYD": 3}
+_SYMBOLS = {"INR": "₹", "EUR": "€", "USD": "$", "GBP": "£"}
+BASE_CURRENCY = "INR"  # the books' own currency: ₹
+
+
+def minor_digits(currency: str) -> int:
+    return _MINOR_DIGITS.get(currency.upper(), 2)
+
+
+def amount(minor: int, currency: str = BASE_CURRENCY) -> str:
+    """An amount in `currency`'s minor unit, written in that currency, never another: ₹ in Indian
+    grouping (as `rupees`), €/$/£ with Western grouping, any other code as its prefix
+    ("CHF 1,234.50"). Two currencies are never added together before this is called."""
+    code = (currency or BASE_CURRENCY).upper()
+    if code == BASE_CURRENCY:
+        return rupees(minor)
+    minor = int(minor)
+    digits = minor_digits(code)
+    sign = "-" if minor < 0 else ""
+    whole, fraction = divmod(abs(minor), 10 ** digits) if digits else (abs(minor), 0)
+    text = f"{whole:,}" + (f".{fraction:0{digits}d}" if digits else "")
+    symbol = _SYMBOLS.get(code)
+    return f"{sign}{symbol}{text}" if symbol else f"{sign}{code} {text}"
