@@ -40,7 +40,7 @@ class MessageActivities(Room):
         async with pool.acquire() as conn:
             await fence.check_mandate(conn)
         notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
-                                       job.supplier_id)
+                                       job.supplier_id, own_gstin=self.settings.own_gstin)
         async with pool.acquire() as conn:
             for note in notes:
                 if await has_live_note(conn, job.workflow_id, note.supplier_id, generation):

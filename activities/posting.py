@@ -31,6 +31,7 @@ from recon.store.ledger import (
     ever_undone,
     live_adjustment_total,
     next_to_post,
+    parts_of,
     post_entries,
     verify_adjustments,
 )
@@ -64,7 +65,7 @@ class PostingActivities(Room):
                         reference=r["reference"], workflow_id=job.workflow_id,
                         invoice_no=r["invoice_no"], supplier_id=r["supplier_id"],
                         line_no=r["line_no"], kind=r["kind"], amount_paise=r["amount_paise"],
-                        memo=r["detail"],
+                        memo=r["detail"], parts=parts_of(r),
                     )
                     for r in rows if not r["live"]
                 ], fence)

@@ -10,6 +10,7 @@ Pure code: text in, rows out (tuples in the order the store copies them), or one
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 from typing import NamedTuple
 
 from recon.documents import master_fields as f
@@ -20,6 +21,7 @@ SUPPLIER_COLUMNS = ("supplier_id", "name", "email")
 SUPPLIER_OPTIONAL = ("gstin",)
 ORDER_COLUMNS = ("po_number", "supplier_id", "warehouse", "ordered_on", "sku", "description",
                  "qty_ordered", "unit_price")
+ORDER_OPTIONAL = ("tax_rate",)
 RECEIPT_COLUMNS = ("receipt_id", "po_number", "sku", "warehouse", "qty_received", "received_on")
 
 
@@ -41,6 +43,7 @@ class OrderLineRow(NamedTuple):
     description: str
     qty_ordered: int
     unit_price_paise: int
+    tax_rate: Decimal | None = None  # the rate the line was ordered at; None: not stated
 
 
 class ReceiptRow(NamedTuple):
@@ -78,7 +81,7 @@ def parse_orders(text: str, file: str) -> list[OrderLineRow]:
     rows: list[OrderLineRow] = []
     header_of: dict[str, OrderLineRow] = {}
     first_of: dict[tuple[str, str], int] = {}
-    for line, r in records(text, file, ORDER_COLUMNS):
+    for line, r in records(text, file, ORDER_COLUMNS, ORDER_OPTIONAL):
         row = OrderLineRow(
             line,
             field(file, line, "po_number", f.code, r["po_number"]),
@@ -89,6 +92,7 @@ def parse_orders(text: str, file: str) -> list[OrderLineRow]:
             field(file, line, "description", f.text, r["description"]),
             field(file, line, "qty_ordered", f.whole_number, r["qty_ordered"], minimum=1),
             field(file, line, "unit_price", f.rupees_to_paise, r["unit_price"]),
+            field(file, line, "tax_rate", f.tax_rate, r.get("tax_rate", "")),
         )
         head = header_of.setdefault(row.po_number, row)
         for name in ("supplier_id", "warehouse", "ordered_on"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from decimal import Decimal
 
 from recon.domain.errors import BadField
 
@@ -24,6 +25,7 @@ _WAREHOUSE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DIGITS = re.compile(r"\d{1,10}")
 _RUPEES = re.compile(r"(\d{1,12})(?:\.(\d+))?")
+_RATE = re.compile(r"(\d{1,3})(?:\.(\d{1,4}))?%?")
 _EMAIL = re.compile(
     r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+"
@@ -101,6 +103,18 @@ def rupees_to_paise(value: str) -> int:
     if paise > MAX_UNIT_PRICE_PAISE:
         raise BadField(f"must be at most 10000000.00 rupees a unit, got {_shown(value)}")
     return paise
+
+
+def tax_rate(value: str) -> Decimal | None:
+    """Optional: the GST (or VAT) rate a PO line was ordered at, in percent (`18`, `0.25`,
+    `5%`); an empty cell states none (the line's rate is then not checked, docs/master-data.md)."""
+    if not value:
+        return None
+    match = _RATE.fullmatch(value)
+    if not match or Decimal(value.rstrip("%")) > 100:
+        raise BadField(f"must be a tax rate in percent from 0 to 100 with at most 4 decimals "
+                       f"(18, 0.25, 5%), got {_shown(value)}")
+    return Decimal(value.rstrip("%"))
 
 
 def text(value: str) -> str:

@@ -134,6 +134,9 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
         Setting("RECON_MAIL_POLL_SECONDS", "mail_poll_seconds", NUMBER, 30.0,
                 "the sender's slow poll behind LISTEN/NOTIFY", low=0, above=True),
         Setting("RECON_SENDER_LANES", "sender_lanes", WHOLE, 4, "messages in flight per sender", low=1),
+        Setting("RECON_OWN_GSTIN", "own_gstin", OPTIONAL, None,
+                "our GSTIN, as a GST debit note states it beside the supplier's (docs/books.md, "
+                "\"Tax\"); unset, the note says so"),
     )),
     ("The model (docs/model-calls.md)", (
         Setting("OPENAI_API_KEY", "openai_api_key", OPTIONAL, None,

@@ -12,6 +12,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
@@ -55,6 +56,30 @@ class NoteLine:
     receipts: list[str] = field(default_factory=list)  # "GRN-17 of 13 Oct 2026: 24"
     earlier_bills: list[str] = field(default_factory=list)  # "INV-7001 of 12 Oct 2026: 24"
     repeats: str | None = None  # the earlier bill this one repeats, as the supplier numbers it
+    # Tax (docs/books.md "Tax"): the claim's taxable value and each tax part, None without tax.
+    hsn: str | None = None
+    tax_rate: str | None = None  # the invoice line's rate, "18"
+    expected_tax_rate: str | None = None  # the PO line's rate, on a `tax` claim
+    taxable_paise: int | None = None
+    cgst_paise: int | None = None
+    sgst_paise: int | None = None
+    igst_paise: int | None = None
+    cess_paise: int | None = None
+    vat_paise: int | None = None
+
+    @property
+    def claimed_rate(self) -> str:
+        """The rate the claim's tax is at: the line's rate, or on a `tax` claim the difference
+        between the billed rate and the PO line's."""
+        rate = Decimal(self.tax_rate or "0")
+        if self.kind == "tax":
+            rate -= Decimal(self.expected_tax_rate or "0")
+        return format(rate.normalize(), "f")
+
+    @property
+    def half_rate(self) -> str:
+        """CGST's (and SGST's) rate: half the claimed rate."""
+        return format((Decimal(self.claimed_rate) / 2).normalize(), "f")
 
 
 @dataclass(frozen=True)
@@ -67,6 +92,17 @@ class DebitNote:
     warehouse: str
     total_paise: int
     lines: list[NoteLine] = field(default_factory=list)
+    supplier_gstin: str | None = None
+    own_gstin: str | None = None
+
+    def part_total(self, part: str) -> int | None:
+        """A part summed over the note's lines (None: no line has it)."""
+        values = [getattr(line, part) for line in self.lines if getattr(line, part) is not None]
+        return sum(values) if values else None
+
+    @property
+    def taxed(self) -> bool:
+        return any(line.taxable_paise is not None for line in self.lines)
 
 
 PLAIN_TEXT_SUFFIX = ".txt.j2"
@@ -139,7 +175,8 @@ def withdrawal_number(withdrawal_key: str, note_key: str) -> str:
 
 async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
                            business_date: str, warehouse: str,
-                           supplier_id: str | None = None) -> list[DebitNote]:
+                           supplier_id: str | None = None,
+                           own_gstin: str | None = None) -> list[DebitNote]:
     """One note per supplier who billed more, in total, than the goods and prices support
     (invoices a person parked are left out; `supplier_id` limits it to one supplier)."""
     from recon.domain.keys import debit_note_key
@@ -158,6 +195,7 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
             key=debit_note_key(workflow_id, supplier_id), supplier_id=supplier_id,
             supplier_name=rows[0]["name"], email=rows[0]["email"], business_date=business_date,
             warehouse=warehouse, total_paise=total,
+            supplier_gstin=rows[0]["gstin"], own_gstin=own_gstin,
             lines=[NoteLine(
                 # the supplier reads its own number, never our reference (`S001:INV-7001`)
                 invoice_no=number_of(r["invoice_no"], supplier_id), line_no=r["line_no"],
@@ -170,6 +208,10 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
                 receipts=receipts.get((r["po_number"], r["sku"]), []),
                 earlier_bills=bills.get((r["po_number"], r["sku"]), []),
                 repeats=number_of(r["repeats"], supplier_id) if r["repeats"] else None,
+                hsn=r["hsn"], tax_rate=r["tax_rate"], expected_tax_rate=r["expected_tax_rate"],
+                taxable_paise=r["taxable_paise"], cgst_paise=r["cgst_paise"],
+                sgst_paise=r["sgst_paise"], igst_paise=r["igst_paise"],
+                cess_paise=r["cess_paise"], vat_paise=r["vat_paise"],
             ) for r in rows],
         ))
     return notes

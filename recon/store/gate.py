@@ -58,19 +58,24 @@ LIMIT 50
 """
 
 
+# The gate weighs a claim's taxable value against the taxable value invoiced (like against
+# like: the invoiced total is before tax); a `tax` claim, which has no taxable value, weighs its
+# tax (docs/books.md "Tax"). A claim without tax weighs its amount, as before.
+_WEIGHED = "(CASE WHEN kind = 'tax' THEN amount_paise ELSE coalesce(taxable_paise, amount_paise) END)"
+
 _FIGURES = """
 SELECT (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
        (SELECT count(*) FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL) AS parked,
-       (SELECT coalesce(sum(abs(amount_paise)), 0) FROM open_mismatches
+       (SELECT coalesce(sum(abs(@WEIGHED@)), 0) FROM open_mismatches
          WHERE workflow_id = $1) AS moved,
-       (SELECT coalesce(sum(amount_paise), 0) FROM open_mismatches WHERE workflow_id = $1) AS net,
+       (SELECT coalesce(sum(@WEIGHED@), 0) FROM open_mismatches WHERE workflow_id = $1) AS net,
        (SELECT coalesce(sum(qty::numeric * unit_price_paise), 0) FROM invoice_lines
          WHERE workflow_id = $1) AS invoiced,
        top.supplier_id AS largest_supplier, coalesce(top.moved, 0) AS largest_supplier_moved
 FROM (SELECT 1) one
-LEFT JOIN (SELECT supplier_id, sum(abs(amount_paise)) AS moved FROM open_mismatches
+LEFT JOIN (SELECT supplier_id, sum(abs(@WEIGHED@)) AS moved FROM open_mismatches
            WHERE workflow_id = $1 GROUP BY supplier_id ORDER BY 2 DESC, 1 LIMIT 1) top ON true
-"""
+""".replace("@WEIGHED@", _WEIGHED)
 
 
 async def gate_figures(pool: asyncpg.Pool, workflow_id: str,

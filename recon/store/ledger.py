@@ -27,15 +27,48 @@ class LedgerEntry:
     amount_paise: int
     memo: str = ""
     reverses: str | None = None
+    # The parts of the amount (docs/books.md "Tax"), None on an entry without tax. A reversal
+    # takes its original's parts, negated, whatever it is given.
+    parts: TaxParts | None = None
 
 
+@dataclass(frozen=True)
+class TaxParts:
+    """The taxable value and each tax of a claim, in paise; they add up to its amount."""
+
+    taxable_paise: int
+    cgst_paise: int | None = None
+    sgst_paise: int | None = None
+    igst_paise: int | None = None
+    cess_paise: int | None = None
+    vat_paise: int | None = None
+
+    def row(self) -> tuple[int | None, ...]:
+        return (self.taxable_paise, self.cgst_paise, self.sgst_paise, self.igst_paise,
+                self.cess_paise, self.vat_paise)
+
+
+_NO_PARTS = (None,) * 6
+PART_COLUMNS = ("taxable_paise", "cgst_paise", "sgst_paise", "igst_paise", "cess_paise",
+                "vat_paise")
+
+# A reversal's parts are its original's, negated, read here: an undo reverses every part.
 _INSERT = """
 INSERT INTO ledger_entries
     (reference, workflow_id, invoice_no, supplier_id, line_no, kind, amount_paise, memo,
-     reverses, fence_token)
-SELECT r, w, i, s, l, k, a, m, v, $10
+     reverses, fence_token, taxable_paise, cgst_paise, sgst_paise, igst_paise, cess_paise,
+     vat_paise)
+SELECT r, w, i, s, l, k, a, m, v, $10,
+       CASE WHEN v IS NULL THEN tx ELSE -o.taxable_paise END,
+       CASE WHEN v IS NULL THEN cg ELSE -o.cgst_paise END,
+       CASE WHEN v IS NULL THEN sg ELSE -o.sgst_paise END,
+       CASE WHEN v IS NULL THEN ig ELSE -o.igst_paise END,
+       CASE WHEN v IS NULL THEN ce ELSE -o.cess_paise END,
+       CASE WHEN v IS NULL THEN va ELSE -o.vat_paise END
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[],
-            $8::text[], $9::text[]) AS x(r, w, i, s, l, k, a, m, v)
+            $8::text[], $9::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
+            $15::bigint[], $16::bigint[]) AS x(r, w, i, s, l, k, a, m, v, tx, cg, sg, ig, ce, va)
+LEFT JOIN ledger_entries o ON o.reference = x.v
 ON CONFLICT (reference) DO NOTHING
 RETURNING reference
 """
@@ -63,12 +96,14 @@ async def post_entries(
          e.amount_paise, e.memo, e.reverses)
         for e in entries
     ], strict=True))
+    parts = [list(c) for c in zip(*[e.parts.row() if e.parts else _NO_PARTS for e in entries],
+                                  strict=True)]
     async with conn.transaction():
         if fence is not None:
             await fence.check(conn)
         failpoints.hit("in_transaction", "ledger")
         inserted = await conn.fetch(_INSERT, *[list(c) for c in columns],
-                                    fence.token if fence else None)
+                                    fence.token if fence else None, *parts)
         if len(inserted) < len(entries):
             different = await conn.fetch(
                 _DIFFERENT,
@@ -94,13 +129,21 @@ async def post_entries(
 # nothing, and a redo after an undo posts exactly what was reversed, under fresh keys.
 _NEXT = """
 SELECT m.seq, recon_key(m.reference, $4) AS reference, m.invoice_no, m.supplier_id, m.line_no,
-       m.kind, m.amount_paise, m.detail,
+       m.kind, m.amount_paise, m.detail, m.taxable_paise, m.cgst_paise, m.sgst_paise,
+       m.igst_paise, m.cess_paise, m.vat_paise,
        EXISTS (SELECT 1 FROM generate_series(1, $4) AS gen
                JOIN live_ledger_entries l ON l.reference = recon_key(m.reference, gen)) AS live
 FROM open_mismatches m
 WHERE m.workflow_id = $1 AND m.seq > $2 AND ($5::text IS NULL OR m.supplier_id = $5)
 ORDER BY m.seq LIMIT $3
 """
+
+
+def parts_of(row: asyncpg.Record) -> TaxParts | None:
+    """A claim's parts as step 7 posts them (None: a claim without tax)."""
+    if row["taxable_paise"] is None:
+        return None
+    return TaxParts(*(row[c] for c in PART_COLUMNS))
 
 
 async def next_to_post(

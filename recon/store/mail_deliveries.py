@@ -162,7 +162,14 @@ SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount
        c.sku, c.invoiced_qty, c.received_qty, c.invoice_price_paise, c.po_price_paise,
        c.po_number, c.received_to_date, c.prior_accepted, c.beyond_order,
        lm.invoice_date,
-       f.duplicate_of AS repeats, f.duplicate_night AS repeats_night
+       f.duplicate_of AS repeats, f.duplicate_night AS repeats_night,
+       -- what a GST debit note states (docs/books.md "Tax"): the parts, the rates, the HSN
+       s.gstin, m.taxable_paise, m.cgst_paise, m.sgst_paise, m.igst_paise, m.cess_paise,
+       m.vat_paise, trim_scale(m.tax_rate)::text AS tax_rate,
+       trim_scale(m.expected_tax_rate)::text AS expected_tax_rate,
+       (SELECT il.hsn FROM invoice_lines il
+        WHERE il.workflow_id = coalesce(lm.carried_from, m.workflow_id)
+          AND il.invoice_no = m.invoice_no AND il.line_no = m.line_no) AS hsn
 FROM open_mismatches m
 JOIN suppliers s USING (supplier_id)
 JOIN comparisons c ON c.workflow_id = m.workflow_id AND c.invoice_no = m.invoice_no

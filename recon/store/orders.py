@@ -20,11 +20,12 @@ _STAGE = """
 CREATE TEMP TABLE load_order_lines (
     line integer NOT NULL, po_number text NOT NULL, supplier_id text NOT NULL,
     warehouse text NOT NULL, ordered_on date NOT NULL, sku text NOT NULL,
-    description text NOT NULL, qty_ordered integer NOT NULL, unit_price_paise bigint NOT NULL
+    description text NOT NULL, qty_ordered integer NOT NULL, unit_price_paise bigint NOT NULL,
+    tax_rate numeric
 ) ON COMMIT DROP
 """
 COLUMNS = ["line", "po_number", "supplier_id", "warehouse", "ordered_on", "sku", "description",
-           "qty_ordered", "unit_price_paise"]
+           "qty_ordered", "unit_price_paise", "tax_rate"]
 
 # The first row (in file order) naming a supplier nobody loaded, or a PO stored with another
 # supplier, warehouse or order date.
@@ -118,14 +119,18 @@ WITH before AS (
     SELECT l.po_number, l.sku, p.po_number IS NULL AS is_new
     FROM load_order_lines l LEFT JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
 ), written AS (
-    INSERT INTO po_lines AS p (po_number, sku, description, qty_ordered, unit_price_paise)
-    SELECT po_number, sku, description, qty_ordered, unit_price_paise
+    INSERT INTO po_lines AS p (po_number, sku, description, qty_ordered, unit_price_paise,
+                               tax_rate)
+    SELECT po_number, sku, description, qty_ordered, unit_price_paise, tax_rate
     FROM load_order_lines ORDER BY po_number, sku
     ON CONFLICT (po_number, sku) DO UPDATE
+        -- a file that states no rate keeps the stored one (as a supplier's GSTIN is kept)
         SET description = EXCLUDED.description, qty_ordered = EXCLUDED.qty_ordered,
-            unit_price_paise = EXCLUDED.unit_price_paise
-        WHERE (p.description, p.qty_ordered, p.unit_price_paise)
-              IS DISTINCT FROM (EXCLUDED.description, EXCLUDED.qty_ordered, EXCLUDED.unit_price_paise)
+            unit_price_paise = EXCLUDED.unit_price_paise,
+            tax_rate = coalesce(EXCLUDED.tax_rate, p.tax_rate)
+        WHERE (p.description, p.qty_ordered, p.unit_price_paise, p.tax_rate)
+              IS DISTINCT FROM (EXCLUDED.description, EXCLUDED.qty_ordered,
+                                EXCLUDED.unit_price_paise, coalesce(EXCLUDED.tax_rate, p.tax_rate))
     RETURNING p.po_number, p.sku
 )
 SELECT count(*) FILTER (WHERE b.is_new) AS new, count(*) FILTER (WHERE NOT b.is_new) AS amended

@@ -253,13 +253,21 @@ WITH carried AS MATERIALIZED (
     WHERE m.workflow_id = $1 AND m.carried_from IS NOT NULL
 ), c AS (
     SELECT c.*, coalesce(f.duplicate_of, fc.duplicate_of) AS duplicate_of,
-           coalesce(f.duplicate_night, fc.duplicate_night) AS duplicate_night
+           coalesce(f.duplicate_night, fc.duplicate_night) AS duplicate_night,
+           -- the line's tax as its document stated it (a carried line: where the bill came in)
+           -- and the rate its PO line was ordered at
+           il.tax_rate, il.tax_split, il.cess_paise AS line_cess, il.taxable_paise AS line_taxable,
+           po.tax_rate AS expected_rate,
+           invoice_price_paise <> po_price_paise AND NOT @PRICE_TOLERATED@ AS price_flagged
     FROM comparisons c
     LEFT JOIN invoice_fingerprints f ON f.workflow_id = c.workflow_id
                                     AND f.invoice_no = c.invoice_no
     LEFT JOIN carried k ON k.invoice_no = c.invoice_no
     LEFT JOIN invoice_fingerprints fc ON fc.workflow_id = k.carried_from
                                      AND fc.invoice_no = k.invoice_no
+    LEFT JOIN invoice_lines il ON il.workflow_id = coalesce(k.carried_from, c.workflow_id)
+                              AND il.invoice_no = c.invoice_no AND il.line_no = c.line_no
+    LEFT JOIN po_lines po ON po.po_number = c.po_number AND po.sku = c.sku
     WHERE c.workflow_id = $1 AND ($7::text IS NULL OR c.supplier_id = $7)
 ), found AS (
     SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
@@ -287,26 +295,62 @@ WITH carried AS MATERIALIZED (
                                                || ' not call for them)' ELSE '' END
                              ELSE '' END
                 END
-             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '') AS detail
+             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '') AS detail,
+           tax_rate, tax_split, line_cess, line_taxable, expected_rate,
+           -- the tax of an over-billing: on its taxable excess, at the invoice line's rate
+           (invoiced_qty - received_qty)::numeric * invoice_price_paise AS base, tax_rate AS rate
     FROM c WHERE invoiced_qty <> received_qty
     UNION ALL
     SELECT invoice_no, line_no, supplier_id, 'price',
            (invoice_price_paise - po_price_paise)::numeric * received_qty,
            'billed ' || invoice_price_paise || ' paise per ' || sku
              || ', PO price ' || po_price_paise
-             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '')
-    FROM c WHERE invoice_price_paise <> po_price_paise AND NOT """ + _PRICE_TOLERATED + """
+             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, ''),
+           tax_rate, tax_split, line_cess, line_taxable, expected_rate,
+           (invoice_price_paise - po_price_paise)::numeric * received_qty, tax_rate
+    FROM c WHERE price_flagged
+    UNION ALL
+    -- a rate other than the PO line's: the difference of rates on the accepted units' taxable
+    -- value (at the PO price when the price is claimed apart, so no rupee is taxed twice)
+    SELECT invoice_no, line_no, supplier_id, 'tax', 0,
+           'billed tax at ' || trim_scale(tax_rate) || '% on ' || sku || ', PO rate '
+             || trim_scale(expected_rate) || '%',
+           tax_rate, tax_split, line_cess, line_taxable, expected_rate,
+           received_qty::numeric
+             * CASE WHEN price_flagged THEN po_price_paise ELSE invoice_price_paise END,
+           tax_rate - expected_rate
+    FROM c WHERE tax_rate <> expected_rate
+), parted AS (
+    -- each part rounded half up (away from zero) to the paisa, per claimed line, as an
+    -- e-invoice rounds each line's tax; CGST and SGST each half the rate; cess in proportion
+    SELECT *,
+           CASE WHEN tax_split = 'cgst+sgst' THEN round(base * rate / 200) END AS cgst,
+           CASE WHEN tax_split = 'igst' THEN round(base * rate / 100) END AS igst,
+           CASE WHEN tax_split = 'vat' THEN round(base * rate / 100) END AS vat,
+           CASE WHEN kind <> 'tax' AND line_cess > 0 AND line_taxable > 0
+                THEN round(line_cess::numeric * base / line_taxable) END AS cess
+    FROM found
+), totalled AS (
+    SELECT *, CASE WHEN tax_split IS NULL THEN amount
+                   ELSE amount + coalesce(cgst, 0) * 2 + coalesce(igst, 0) + coalesce(vat, 0)
+                        + coalesce(cess, 0) END AS total
+    FROM parted
 )
 INSERT INTO mismatches (workflow_id, seq, reference, invoice_no, line_no, supplier_id,
-                        kind, amount_paise, detail)
+                        kind, amount_paise, detail, taxable_paise, cgst_paise, sgst_paise,
+                        igst_paise, cess_paise, vat_paise, tax_rate, expected_tax_rate)
 SELECT $1, $8 + row_number() OVER (ORDER BY invoice_no, line_no, kind),
        format($2, invoice_no, line_no, kind),
-       invoice_no, line_no, supplier_id, kind, amount, detail
-FROM found WHERE amount <> 0
+       invoice_no, line_no, supplier_id, kind, total,
+       detail || CASE WHEN kind = 'tax' THEN ': ' || (total - amount) || ' paise of tax on '
+                       || base || ' paise taxable' ELSE '' END,
+       CASE WHEN tax_split IS NOT NULL THEN amount END, cgst, cgst, igst, cess, vat,
+       tax_rate, expected_rate
+FROM totalled WHERE total <> 0
 """
 # Evidence names bills as finance reads them (`INV-7001 (S001, night of ...)`), never by our
 # references.
-_FLAG = _FLAG.replace(
+_FLAG = _FLAG.replace("@PRICE_TOLERATED@", _PRICE_TOLERATED).replace(
     "@EARLIER_BILL@", label_sql("a.invoice_no", "a.supplier_id", "'night of ' || a.business_date")
 ).replace("@DUPLICATE_OF@", label_sql("duplicate_of", "supplier_id",
                                       night_date_sql("duplicate_night")))

@@ -17,10 +17,12 @@ def _money(paise_amount: int) -> str:
 
 
 def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[str] = (),
-          tax_rate: int = 18, currency: str = "INR", test: bool = False) -> str:
+          tax_rate: int = 18, currency: str = "INR", test: bool = False,
+          buyer_gstin: str | None = None, hsn: str | None = None) -> str:
     """An EN 16931 profile CII invoice (TypeCode 380, 381 for a credit note, 383 a debit note):
     one tax rate, no allowances; each line's SKU as the seller's id and the order line id.
-    `test` marks it as a test document (`ExchangedDocumentContext/TestIndicator`)."""
+    `test` marks it as a test document (`ExchangedDocumentContext/TestIndicator`); `buyer_gstin`
+    states the buyer's GSTIN, `hsn` each line's HSN code."""
     code = {CREDIT_NOTE: "381", DEBIT_NOTE: "383"}.get(kind, "380")
     net = sum(ln.qty * ln.unit_price_paise for ln in doc.lines)
     tax = (net * tax_rate + 50) // 100
@@ -46,7 +48,9 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
             f"<ram:LineID>{n}</ram:LineID></ram:AssociatedDocumentLineDocument>"
             f"<ram:SpecifiedTradeProduct><ram:SellerAssignedID>{escape(ln.sku)}"
             f"</ram:SellerAssignedID><ram:Name>{escape(ln.description)}</ram:Name>"
-            "</ram:SpecifiedTradeProduct><ram:SpecifiedLineTradeAgreement>"
+            + (f"<ram:DesignatedProductClassification><ram:ClassCode listID=\"HSN\">{escape(hsn)}"
+               "</ram:ClassCode></ram:DesignatedProductClassification>" if hsn else "")
+            + "</ram:SpecifiedTradeProduct><ram:SpecifiedLineTradeAgreement>"
             f"<ram:BuyerOrderReferencedDocument><ram:LineID>{escape(ln.sku)}</ram:LineID>"
             "</ram:BuyerOrderReferencedDocument><ram:NetPriceProductTradePrice>"
             f"<ram:ChargeAmount>{_money(ln.unit_price_paise)}</ram:ChargeAmount>"
@@ -72,7 +76,10 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
                          "</ram:ID></ram:SpecifiedTaxRegistration>")
     party.append("</ram:SellerTradeParty>")
     out.append("<ram:ApplicableHeaderTradeAgreement>" + "".join(party)
-               + "<ram:BuyerTradeParty><ram:Name>Distributor</ram:Name></ram:BuyerTradeParty>"
+               + "<ram:BuyerTradeParty><ram:Name>Distributor</ram:Name>"
+               + (f'<ram:SpecifiedTaxRegistration><ram:ID schemeID="VA">{escape(buyer_gstin)}'
+                  "</ram:ID></ram:SpecifiedTaxRegistration>" if buyer_gstin else "")
+               + "</ram:BuyerTradeParty>"
                f"<ram:BuyerOrderReferencedDocument><ram:IssuerAssignedID>{escape(doc.po_number)}"
                "</ram:IssuerAssignedID></ram:BuyerOrderReferencedDocument>"
                "</ram:ApplicableHeaderTradeAgreement><ram:ApplicableHeaderTradeDelivery/>")

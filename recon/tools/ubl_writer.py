@@ -17,9 +17,11 @@ def _money(paise_amount: int) -> str:
 
 
 def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[str] = (),
-          tax_rate: int = 18, currency: str = "INR") -> str:
+          tax_rate: int = 18, currency: str = "INR", buyer_gstin: str | None = None,
+          hsn: str | None = None) -> str:
     """A Peppol BIS 3 shaped Invoice (or CreditNote) for one seeded or test document: one tax
-    rate, no allowances; each line's SKU as the seller's item id and the order line reference."""
+    rate, no allowances; each line's SKU as the seller's item id and the order line reference.
+    `buyer_gstin` states the buyer (AccountingCustomerParty), `hsn` each line's HSN code."""
     credit = kind == CREDIT_NOTE
     root, line_tag, qty_tag = (("CreditNote", "CreditNoteLine", "CreditedQuantity") if credit
                                else ("Invoice", "InvoiceLine", "InvoicedQuantity"))
@@ -56,6 +58,11 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
     party.append(f"<cac:PartyLegalEntity><cbc:RegistrationName>{escape(seller.name or '')}"
                  "</cbc:RegistrationName></cac:PartyLegalEntity></cac:Party>"
                  "</cac:AccountingSupplierParty>")
+    if buyer_gstin:
+        party.append("<cac:AccountingCustomerParty><cac:Party><cac:PartyTaxScheme><cbc:CompanyID>"
+                     f"{escape(buyer_gstin)}</cbc:CompanyID><cac:TaxScheme><cbc:ID>GST</cbc:ID>"
+                     "</cac:TaxScheme></cac:PartyTaxScheme></cac:Party>"
+                     "</cac:AccountingCustomerParty>")
     out += party
     out += [
         f"<cac:TaxTotal><cbc:TaxAmount currencyID={cur}>{_money(tax)}</cbc:TaxAmount>",
@@ -82,6 +89,9 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
             f"<cac:Item><cbc:Name>{escape(ln.description)}</cbc:Name>",
             f"<cac:SellersItemIdentification><cbc:ID>{escape(ln.sku)}</cbc:ID>"
             "</cac:SellersItemIdentification>",
+            (f'<cac:CommodityClassification><cbc:ItemClassificationCode listID="HSN">'
+             f"{escape(hsn)}</cbc:ItemClassificationCode></cac:CommodityClassification>"
+             if hsn else ""),
             f"<cac:ClassifiedTaxCategory><cbc:ID>S</cbc:ID><cbc:Percent>{tax_rate}</cbc:Percent>"
             "<cac:TaxScheme><cbc:ID>VAT</cbc:ID></cac:TaxScheme></cac:ClassifiedTaxCategory>",
             "</cac:Item>",

@@ -3,10 +3,21 @@ an answer that does not fit is a permanent failure for that one invoice (it is p
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 MAX_DOCUMENT_CHARS = 100_000
 MAX_LINES = 500
+_TAX_FIELDS = frozenset({"hsn", "tax_category", "tax_rate", "tax_split", "taxable_paise",
+                         "cgst_paise", "sgst_paise", "igst_paise", "cess_paise"})
 
 
 class ExtractedLine(BaseModel):
@@ -15,12 +26,30 @@ class ExtractedLine(BaseModel):
     description: str = Field(max_length=200)
     quantity: int = Field(ge=1, le=10_000_000)
     unit_price_paise: int = Field(ge=0, le=100_000_000_000)
+    # Tax as a structured document states it (docs/books.md "Tax"); absent on text the model or
+    # the offline parser read, and then left out of the JSON, so a night without tax stores
+    # exactly what it stored before. `tax_split` is how the line's tax is divided: "cgst+sgst"
+    # (one state), "igst" (two states) or "vat" (a tax the document does not divide by state).
+    hsn: str | None = Field(default=None, max_length=16)
+    tax_category: str | None = Field(default=None, max_length=8)
+    tax_rate: Decimal | None = Field(default=None, ge=0, le=100, decimal_places=4)
+    tax_split: Literal["cgst+sgst", "igst", "vat"] | None = None
+    taxable_paise: int | None = None
+    cgst_paise: int | None = None
+    sgst_paise: int | None = None
+    igst_paise: int | None = None
+    cess_paise: int | None = None
 
-    @field_validator("sku", "description", mode="before")
+    @field_validator("sku", "description", "hsn", "tax_category", mode="before")
     @classmethod
     def _no_nul(cls, value: object) -> object:
         """Postgres text cannot hold NUL; a hostile document must not stop the step."""
         return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
+
+    @model_serializer(mode="wrap")
+    def _without_absent_tax(self, handler: SerializerFunctionWrapHandler) -> dict:
+        data = handler(self)
+        return {k: v for k, v in data.items() if v is not None or k not in _TAX_FIELDS}
 
 
 class ExtractedInvoice(BaseModel):

@@ -97,13 +97,50 @@ def as_invoice(reading: Reading, supplier_id: str) -> ExtractedInvoice:
             invoice_no=reading.number or "", supplier_id=supplier_id,
             po_number=reading.po_number,
             lines=[ExtractedLine(line_no=ln.line_no, sku=ln.sku, description=ln.description[:200],
-                                 quantity=int(ln.quantity), unit_price_paise=unit_price_paise(ln))
+                                 quantity=int(ln.quantity), unit_price_paise=unit_price_paise(ln),
+                                 **tax_of(reading, ln))
                    for ln in reading.lines],
         )
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise UnreadableInvoice(f"{reading.format}: {where}: {first['msg']}") from exc
+
+
+def tax_split(reading: Reading, line: ReadingLine) -> str | None:
+    """How the line's tax is divided (docs/books.md "Tax"): as the document divided it where it
+    states the parts (an e-invoice's IGST, or CGST and SGST); otherwise by the place of supply,
+    when the seller's GSTIN and the buyer's (or the stated place of supply) are both known: one
+    state is CGST+SGST, two states IGST; otherwise a tax not divided by state ("vat")."""
+    if line.tax_rate is None:
+        return None
+    if line.igst:
+        return "igst"
+    if line.cgst or line.sgst:
+        return "cgst+sgst"
+    seller = (reading.sender.gstin or "")[:2]
+    buyer = reading.place_of_supply or (reading.buyer_gstin or "")[:2]
+    if seller.isdigit() and buyer.isdigit():
+        return "cgst+sgst" if seller == buyer else "igst"
+    return "vat"
+
+
+def tax_of(reading: Reading, line: ReadingLine) -> dict:
+    """The line's tax facts as step 2 stores them; nothing when the document states no rate."""
+    if line.tax_rate is None:
+        return {}
+    if line.tax_rate < 0 or line.tax_rate > 100:
+        raise UnreadableInvoice(f"line {line.line_no}: tax rate {line.tax_rate}% is not a rate")
+
+    def stated(amount: Decimal | None) -> int | None:
+        return None if amount is None else paise(abs(amount))
+
+    return {"hsn": line.hsn, "tax_category": (line.tax_category or "")[:8] or None,
+            "tax_rate": Decimal(format(line.tax_rate.normalize(), "f")),
+            "tax_split": tax_split(reading, line),
+            "taxable_paise": paise(abs(line.net_amount)), "cgst_paise": stated(line.cgst),
+            "sgst_paise": stated(line.sgst), "igst_paise": stated(line.igst),
+            "cess_paise": stated(line.cess)}
 
 
 def payable_paise(reading: Reading) -> int:

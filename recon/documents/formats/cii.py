@@ -162,6 +162,9 @@ def _line(f: Finder, node: Element, position: int, line_numbers_ok: bool) -> Rea
         tax_rate=optional_decimal(f.text(settlement, "ram:ApplicableTradeTax/"
                                           "ram:RateApplicablePercent"), f"{where} tax rate"),
         unit=qty_node.get("unitCode") if qty_node is not None else None,
+        tax_category=f.text(settlement, "ram:ApplicableTradeTax/ram:CategoryCode") or None,
+        hsn=(f.text(product, "ram:DesignatedProductClassification/ram:ClassCode") or "")[:16]
+        or None,
     )
     return line
 
@@ -265,4 +268,5 @@ def read_root(root: Element) -> Reading:
         po_number=f.text(agreement, "ram:BuyerOrderReferencedDocument/ram:IssuerAssignedID"),
         currency=currency, lines=lines, totals=totals, cites=cites,
         payable=due if due is not None else grand,
+        buyer_gstin=_sender(f, f.one(agreement, "ram:BuyerTradeParty")).gstin,
     )

@@ -1,16 +1,16 @@
 """GST e-invoice JSON (the IRP's schema 1.1): the invoice as the supplier uploads it, the
 signed answer the portal gives back (`Irn`, `AckNo`, `SignedInvoice`), read exactly, and written.
 
-Fields read: `DocDtls` (`Typ` INV | CRN | DBN, `No`, `Dt` as DD/MM/YYYY), `SellerDtls.Gstin`
-(and `LglNm`), `RefDtls.ContrDtls[].PORefr` (the PO), `RefDtls.PrecDocDtls[].InvNo` and
-`.OthRefNo` and `RefDtls.ContrDtls[].ExtRefr` (what a credit or debit note answers), each
-`ItemList[]` entry (`SlNo`, `PrdDesc`, `HsnCd`, `Barcde`,
-`OrdLineRef`, `Qty`, `FreeQty`, `Unit`, `UnitPrice`, `TotAmt`, `Discount`, `AssAmt`, `GstRt`,
-`IgstAmt`, `CgstAmt`, `SgstAmt`, cess amounts, `OthChrg`, `TotItemVal`) and `ValDtls` (`AssVal`,
-`CgstVal`, `SgstVal`, `IgstVal`, `CesVal`, `StCesVal`, `Discount`, `OthChrg`, `RndOffAmt`,
-`TotInvVal`). A signed answer is opened: the invoice is the `data` inside the JWT's payload
-(`SignedInvoice`), and its `Irn` must be the one beside it. The portal's signature is not
-verified: that needs the portal's public key, and a night runs with no network.
+Fields read: `DocDtls` (`Typ` INV | CRN | DBN, `No`, `Dt` as DD/MM/YYYY), `SellerDtls.Gstin` (and
+`LglNm`), `RefDtls.ContrDtls[].PORefr` (the PO), `RefDtls.PrecDocDtls[].InvNo` and `.OthRefNo` and
+`RefDtls.ContrDtls[].ExtRefr` (what a credit or debit note answers), `BuyerDtls.Gstin` and `.Pos`
+(the place of supply), each `ItemList[]` entry (`SlNo`, `PrdDesc`, `HsnCd`, `Barcde`, `OrdLineRef`,
+`Qty`, `FreeQty`, `Unit`, `UnitPrice`, `TotAmt`, `Discount`, `AssAmt`, `GstRt`, `IgstAmt`,
+`CgstAmt`, `SgstAmt`, cess amounts, `OthChrg`, `TotItemVal`) and `ValDtls` (`AssVal`, `CgstVal`,
+`SgstVal`, `IgstVal`, `CesVal`, `StCesVal`, `Discount`, `OthChrg`, `RndOffAmt`, `TotInvVal`). A
+signed answer is opened: the invoice is the `data` inside the JWT's payload (`SignedInvoice`), and
+its `Irn` must be the one beside it. The portal's signature is not verified: that needs the portal's
+public key, and a night runs with no network.
 
 Rules (the IRP's own validations, which allow a rupee either way): `TotAmt` = `Qty` x
 `UnitPrice`; `AssAmt` = `TotAmt` - `Discount`; the tax of a line is `AssAmt` x `GstRt` (IGST, or
@@ -163,7 +163,9 @@ def _item(item: dict, line_no: int) -> tuple[ReadingLine, list[Total], dict[str,
            or _text(item, "PrdDesc"))
     line = ReadingLine(line_no=line_no, sku=sku[:64], description=_text(item, "PrdDesc")[:200],
                        quantity=qty, net_amount=ass, unit_price=price, tax_rate=rate,
-                       tax_amount=taxes, gross_amount=value, unit=_text(item, "Unit") or None)
+                       tax_amount=taxes, gross_amount=value, unit=_text(item, "Unit") or None,
+                       hsn=_text(item, "HsnCd")[:16] or None, cgst=cgst, sgst=sgst, igst=igst,
+                       cess=cess + state_cess)
     sums = {"AssVal": ass, "CgstVal": cgst, "SgstVal": sgst, "IgstVal": igst, "CesVal": cess,
             "StCesVal": state_cess}
     return line, checks, sums
@@ -216,10 +218,15 @@ def read_object(data: Any) -> Reading:
         for p in (refs.get(group) if isinstance(refs.get(group), list) else [])
         if isinstance(p, dict) for key in keys if _text(p, key)))
     seller = invoice.get("SellerDtls") if isinstance(invoice.get("SellerDtls"), dict) else {}
+    buyer = invoice.get("BuyerDtls") if isinstance(invoice.get("BuyerDtls"), dict) else {}
+    # The place of supply is the buyer's `Pos` (a state code), else the state of its GSTIN.
+    pos = _text(buyer, "Pos") or _text(buyer, "Gstin")[:2]
     return Reading(
         format=FORMAT, kind=KINDS[typ], number=_text(doc, "No") or None,
         issued_on=_iso(doc.get("Dt")),
         sender=PartyIds(gstin=_text(seller, "Gstin").upper() or None,
                         name=_text(seller, "LglNm") or _text(seller, "TrdNm") or None),
         po_number=po, currency="INR", lines=lines, totals=totals, cites=cites, payable=payable,
+        buyer_gstin=_text(buyer, "Gstin").upper() or None,
+        place_of_supply=pos.zfill(2) if pos.isdigit() else None,
     )

@@ -50,6 +50,15 @@ class ReadingLine:
     tax_amount: Decimal | None = None  # GST: IGST + CGST + SGST of the line, when stated
     gross_amount: Decimal | None = None  # GST: TotItemVal
     unit: str | None = None
+    # Tax as the document states it, part by part (docs/books.md "Tax"): the HSN (or other
+    # classification) code, the tax category (UBL/CII: S, Z, E, AE...), and the GST parts of the
+    # line where the document states them (an e-invoice does; UBL and CII state a rate only).
+    hsn: str | None = None
+    tax_category: str | None = None
+    cgst: Decimal | None = None
+    sgst: Decimal | None = None
+    igst: Decimal | None = None
+    cess: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,10 @@ class Reading:
     cites: list[str] = field(default_factory=list)  # documents a credit note answers
     payable: Decimal | None = None  # what the document asks (or, a credit note, gives) in total
     notes: list[str] = field(default_factory=list)  # what the reader chose to ignore, said once
+    # The buyer's GSTIN and the place of supply (a GST state code) where the document states
+    # them: with the seller's GSTIN they decide CGST+SGST (one state) or IGST (two states).
+    buyer_gstin: str | None = None
+    place_of_supply: str | None = None
 
 
 def decimal(text: str | None, what: str) -> Decimal:

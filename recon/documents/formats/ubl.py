@@ -146,11 +146,18 @@ def _line(node: Element, line_no: int, qty_tag: str) -> tuple[ReadingLine, Total
            or _F.text(item, "cbc:Name") or "")
     rate = optional_decimal(_F.text(item, "cac:ClassifiedTaxCategory/cbc:Percent"),
                             f"{where} tax rate")
+    # The HSN is a commodity classification (listID "HSN"; an Indian UBL may name it otherwise)
+    hsn = next((c.text.strip() for c in _F.all(item, "cac:CommodityClassification/"
+                                                     "cbc:ItemClassificationCode")
+                if c.text and c.text.strip()
+                and c.get("listID", "HSN").upper() in ("HSN", "HSNSAC", "SAC")), None)
     line = ReadingLine(
         line_no=line_no, sku=sku[:64],
         description=(_F.text(item, "cbc:Name") or _F.text(item, "cbc:Description") or "")[:200],
         quantity=quantity, net_amount=net, unit_price=unit_price, tax_rate=rate,
         unit=qty_node.get("unitCode") if qty_node is not None else None,
+        hsn=hsn[:16] if hsn else None,
+        tax_category=_F.text(item, "cac:ClassifiedTaxCategory/cbc:ID") or None,
     )
     computed = ((quantity * unit_price).quantize(CENT) if unit_price is not None else net)
     computed += _charges(node, True) - _charges(node, False)
@@ -253,4 +260,5 @@ def read_root(root: Element) -> Reading:
         sender=_sender(_F.one(doc, "cac:AccountingSupplierParty/cac:Party")),
         po_number=_F.text(doc, "cac:OrderReference/cbc:ID"), currency=currency,
         lines=lines, totals=totals, cites=cites, payable=payable,
+        buyer_gstin=_sender(_F.one(doc, "cac:AccountingCustomerParty/cac:Party")).gstin,
     )
