@@ -40,9 +40,18 @@ async def test_a_night_in_each_format_posts_the_text_nights_claims(
         summary = await handle.result()
     assert summary.status == "Completed"
     rows = await ledger_rows(pool, handle.id)
+    # The seeded documents charge 18 % tax; a structured one states it, so its claims carry the
+    # tax on their excess too (docs/books.md "Tax"): their taxable part is the text night's claim.
     posted = sorted((r["invoice_no"], r["line_no"], r["kind"], r["supplier_id"],
-                     r["amount_paise"]) for r in rows)
+                     r["amount_paise"] if r["taxable_paise"] is None else r["taxable_paise"])
+                    for r in rows)
     assert posted == text_claims and len(posted) == MISMATCHES
+    for r in rows:
+        if r["taxable_paise"] is not None:
+            tax = r["amount_paise"] - r["taxable_paise"]
+            assert abs(tax - r["taxable_paise"] * 18 / 100) <= 1, dict(r)
+        assert (r["taxable_paise"] is not None) == (fmt in STRUCTURED) or fmt == "mixed", \
+            "a structured document states its tax; text states none: its claim is as before"
 
     parked = {r["invoice_no"] for r in await pool.fetch(
         "SELECT invoice_no FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL",
@@ -85,8 +94,9 @@ async def test_with_a_paid_model_only_text_reaches_it(
     assert summary.status == "Completed"
     assert asked == texts and 0 < len(texts) < INVOICES - len(seeded.unreadable)
     posted = sorted((r["invoice_no"], r["line_no"], r["kind"], r["supplier_id"],
-                     r["amount_paise"]) for r in await ledger_rows(pool, handle.id))
-    assert posted == _claims_of_plan(day, warehouse, "text")
+                     r["amount_paise"] if r["taxable_paise"] is None else r["taxable_paise"])
+                    for r in await ledger_rows(pool, handle.id))
+    assert posted == _claims_of_plan(day, warehouse, "text")  # before tax, as the first test
     readers = dict(await pool.fetch(
         "SELECT extractor, count(*) FROM model_calls WHERE workflow_id = $1 GROUP BY 1",
         handle.id))

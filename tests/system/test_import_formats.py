@@ -84,7 +84,7 @@ async def test_real_formats_name_themselves_and_credit_notes_stay_apart(
     folder.mkdir()
     a_ids = PartyIds(gstin=s.gstin, name="A Ltd")
     b_ids = PartyIds(vat_id=s.vat, endpoint=s.endpoint, name="B GmbH")
-    # A bills 120.00 against a PO price of 100.00: a debit note of ₹200 for A.
+    # A bills 120.00 against a PO price of 100.00: a debit note of ₹200 and its IGST for A.
     (folder / "invoice.json").write_text(
         gst_writer.write(_doc(f"GST/{warehouse}/1", s.a, day, s.po_a, 12_000), a_ids))
     (folder / "invoice.xml").write_text(
@@ -141,7 +141,9 @@ async def test_real_formats_name_themselves_and_credit_notes_stay_apart(
     # the run names each invoice by its reference: supplier, then the document's own number
     ledger = {(r["invoice_no"], r["kind"], r["amount_paise"]) for r in await pool.fetch(
         "SELECT * FROM ledger_entries WHERE workflow_id = $1", handle.id)}
-    assert ledger == {(f"{s.a}:GST/{warehouse}/1", "price", 20_000)}
+    # ₹200 over-billed, and the IGST the invoice charged on it (A is in Delhi, we are in
+    # Punjab): 18 % of ₹200, ₹36 (docs/books.md "Tax")
+    assert ledger == {(f"{s.a}:GST/{warehouse}/1", "price", 23_600)}
     parked = {r["invoice_no"]: r["reason"] for r in await pool.fetch(
         "SELECT * FROM parked_items WHERE workflow_id = $1 AND line_no IS NULL", handle.id)}
     assert "no text layer" in parked[f"{s.a}:scan"]
