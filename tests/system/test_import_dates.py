@@ -27,7 +27,7 @@ async def test_invoices_dated_out_of_the_window_or_before_their_order_are_parked
     early = (date.fromisoformat(day) - timedelta(days=5)).isoformat()
     folder = tmp_path / "inbox"
     folder.mkdir()
-    # All three bill 120.00 against 100.00: each would post a ₹200 price adjustment.
+    # All three bill 120.00 against 100.00: each would post a ₹200 price adjustment (and its tax).
     (folder / "old.json").write_text(
         gst_writer.write(_doc(f"OLD-{warehouse}", s.a, "2013-04-01", s.po_a, 12_000), ids))
     (folder / "early.xml").write_text(
@@ -55,4 +55,5 @@ async def test_invoices_dated_out_of_the_window_or_before_their_order_are_parked
     assert f"{s.c}:OK-{warehouse}" not in parked
     ledger = {(r["invoice_no"], r["kind"], r["amount_paise"]) for r in await pool.fetch(
         "SELECT * FROM ledger_entries WHERE workflow_id = $1", handle.id)}
-    assert ledger == {(f"{s.c}:OK-{warehouse}", "price", 20_000)}, "the held ones post nothing"
+    # ₹200 and the 18 % tax the CII charged on it (docs/books.md "Tax")
+    assert ledger == {(f"{s.c}:OK-{warehouse}", "price", 23_600)}, "the held ones post nothing"
