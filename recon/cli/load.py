@@ -1,4 +1,4 @@
-"""`recon load suppliers|orders|receipts FILE.csv`: master data from an ERP export, one file at
+"""`recon load suppliers|orders|receipts|conversions FILE.csv`: master data from an ERP export, one file at
 a time, all or nothing. Load suppliers first, then orders, then receipts (each refers to the
 one before). One summary line per file; a refusal is one line naming `file:line: field`."""
 
@@ -13,7 +13,7 @@ import typer
 from recon.cli.common import console, database, one_line, user_errors
 
 app = typer.Typer(
-    help="Load master data from an ERP export (CSV): suppliers, orders, receipts.",
+    help="Load master data from an ERP export (CSV): suppliers, orders, receipts, conversions.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -44,7 +44,7 @@ def suppliers(file: Annotated[Path, _FILE]) -> None:
 @app.command("orders")
 @user_errors
 def orders(file: Annotated[Path, _FILE]) -> None:
-    """PO lines: po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,unit_price."""
+    """PO lines: po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,unit_price[,unit]."""
     _load("load_orders", file)
 
 
@@ -53,3 +53,10 @@ def orders(file: Annotated[Path, _FILE]) -> None:
 def receipts(file: Annotated[Path, _FILE]) -> None:
     """Goods receipts: receipt_id,po_number,sku,warehouse,qty_received,received_on."""
     _load("load_receipts", file)
+
+
+@app.command("conversions")
+@user_errors
+def conversions(file: Annotated[Path, _FILE]) -> None:
+    """A supplier's packs per SKU: supplier_id,sku,unit,per,base_unit (a BX of 12 C62)."""
+    _load("load_conversions", file)

@@ -9,6 +9,7 @@ import csv
 import io
 import random
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 
 from recon.domain.money import group_indian
 
@@ -21,6 +22,24 @@ class DocumentLine:
     description: str
     qty: int
     unit_price_paise: int
+    # What the structured writers (recon/tools) may state beyond that: the unit code (None: their
+    # default, pieces) and the price in rupees with more decimals than the paisa (10.004).
+    unit: str | None = None
+    price: Decimal | None = None
+
+    @property
+    def amount_paise(self) -> int:
+        """The line's amount: quantity x price, rounded once to the paisa, half up."""
+        if self.price is None:
+            return self.qty * self.unit_price_paise
+        return int((self.qty * self.price * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def price_text(self) -> str:
+        """The price as a document states it: `10.004`, or rupees and two decimals."""
+        if self.price is not None:
+            return str(self.price)
+        whole, frac = divmod(self.unit_price_paise, 100)
+        return f"{whole}.{frac:02d}"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""The three master data files an ERP exports, row by row: suppliers, purchase order lines and
-goods receipts. Each parser checks every value and what the file says about itself (a supplier,
-PO line or receipt listed twice; one PO given two suppliers); what the rows say against the
-books already stored is checked by the store, set-based, and worded here.
+"""The master data files an ERP exports, row by row: suppliers, purchase order lines, goods
+receipts and the suppliers' packings (unit conversions). Each parser checks every value and what
+the file says about itself (a supplier, PO line or receipt listed twice; one PO given two
+suppliers); what the rows say against the books already stored is checked by the store,
+set-based, and worded here.
 
 Pure code: text in, rows out (tuples in the order the store copies them), or one
 `MasterDataRefused` line naming `file:line: field`.
@@ -21,7 +22,8 @@ SUPPLIER_COLUMNS = ("supplier_id", "name", "email")
 SUPPLIER_OPTIONAL = ("gstin",)
 ORDER_COLUMNS = ("po_number", "supplier_id", "warehouse", "ordered_on", "sku", "description",
                  "qty_ordered", "unit_price")
-ORDER_OPTIONAL = ("tax_rate",)
+ORDER_OPTIONAL = ("tax_rate", "unit")
+CONVERSION_COLUMNS = ("supplier_id", "sku", "unit", "per", "base_unit")
 RECEIPT_COLUMNS = ("receipt_id", "po_number", "sku", "warehouse", "qty_received", "received_on")
 
 
@@ -44,6 +46,19 @@ class OrderLineRow(NamedTuple):
     qty_ordered: int
     unit_price_paise: int
     tax_rate: Decimal | None = None  # the rate the line was ordered at; None: not stated
+    price_exact: Decimal | None = None  # the price in paise when it has a fraction of a paisa
+    unit: str = "C62"  # canonical code; pieces when the file has no `unit` column or leaves it empty
+
+
+class ConversionRow(NamedTuple):
+    """One unit of a supplier's SKU holds `per` of `base_unit` (a BX of 12 C62)."""
+
+    line: int
+    supplier_id: str
+    sku: str
+    unit: str
+    per: Decimal
+    base_unit: str
 
 
 class ReceiptRow(NamedTuple):
@@ -82,6 +97,7 @@ def parse_orders(text: str, file: str) -> list[OrderLineRow]:
     header_of: dict[str, OrderLineRow] = {}
     first_of: dict[tuple[str, str], int] = {}
     for line, r in records(text, file, ORDER_COLUMNS, ORDER_OPTIONAL):
+        paise, exact = field(file, line, "unit_price", f.unit_price, r["unit_price"])
         row = OrderLineRow(
             line,
             field(file, line, "po_number", f.code, r["po_number"]),
@@ -91,8 +107,10 @@ def parse_orders(text: str, file: str) -> list[OrderLineRow]:
             field(file, line, "sku", f.code, r["sku"]),
             field(file, line, "description", f.text, r["description"]),
             field(file, line, "qty_ordered", f.whole_number, r["qty_ordered"], minimum=1),
-            field(file, line, "unit_price", f.rupees_to_paise, r["unit_price"]),
+            paise,
             field(file, line, "tax_rate", f.tax_rate, r.get("tax_rate", "")),
+            exact,
+            field(file, line, "unit", f.unit_code, r.get("unit", "")),
         )
         head = header_of.setdefault(row.po_number, row)
         for name in ("supplier_id", "warehouse", "ordered_on"):
@@ -103,6 +121,31 @@ def parse_orders(text: str, file: str) -> list[OrderLineRow]:
         if (seen := first_of.setdefault((row.po_number, row.sku), line)) != line:
             raise refusal(file, line, "sku", f"{row.po_number} line {row.sku} is also on line "
                           f"{seen}")
+        rows.append(row)
+    return rows
+
+
+def parse_conversions(text: str, file: str) -> list[ConversionRow]:
+    rows: list[ConversionRow] = []
+    first_of: dict[tuple[str, str, str], int] = {}
+    for line, r in records(text, file, CONVERSION_COLUMNS):
+        row = ConversionRow(
+            line,
+            field(file, line, "supplier_id", f.supplier_id, r["supplier_id"]),
+            field(file, line, "sku", f.code, r["sku"]),
+            field(file, line, "unit", f.unit_code, r["unit"]),
+            field(file, line, "per", f.quantity_per, r["per"]),
+            field(file, line, "base_unit", f.unit_code, r["base_unit"]),
+        )
+        if not r["unit"]:
+            raise refusal(file, line, "unit", "must not be empty")
+        if row.unit == row.base_unit:
+            raise refusal(file, line, "base_unit", f"is {row.unit} itself: a unit holds other "
+                          "units")
+        key = (row.supplier_id, row.sku, row.unit)
+        if (seen := first_of.setdefault(key, line)) != line:
+            raise refusal(file, line, "unit", f"{row.unit} of {row.sku} for {row.supplier_id} is "
+                          f"also on line {seen}")
         rows.append(row)
     return rows
 
@@ -165,6 +208,11 @@ def qty_below_books(file: str, found) -> Exception:
                    f"{found['sku']} cannot shrink from {found['stored']} to {found['given']}: "
                    f"{found['received']} already received and {found['billed']} already billed"
                    " (an order never goes below what the books hold against it)")
+
+
+def conversion_unknown_supplier(file: str, found) -> Exception:
+    return refusal(file, found["line"], "supplier_id", f"unknown supplier {found['supplier_id']}"
+                   " (load it first: recon load suppliers FILE.csv)")
 
 
 def unknown_po(file: str, found) -> Exception:

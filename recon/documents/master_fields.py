@@ -4,15 +4,17 @@ returning the stored value or raising `BadField` with the reason a person can ac
 Pure code: no I/O. The rules are the contract an ERP export fills (README, "Master data in"):
 ids are short codes without spaces, dates are ISO `YYYY-MM-DD`, quantities are whole numbers,
 prices are rupees with at most two decimals and become integer paise exactly (no floats ever
-touch them), and a GSTIN carries a valid state code, PAN shape and check character.
+touch them; a PO's unit price may state four, as EN 16931 prices do), units are UN/ECE Rec 20 or
+GST UQC codes (recon/domain/units.py), and a GSTIN carries a valid state code, PAN shape and check character.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import date
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
+from recon.domain import units
 from recon.domain.errors import BadField
 
 # Codes people and ERPs use for orders, lines and receipts (`PO/24-25/0001` is common in India).
@@ -23,6 +25,7 @@ _SUPPLIER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 # The same shape `recon run --warehouse` takes.
 _WAREHOUSE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_UNIT = re.compile(r"[A-Za-z0-9]{1,3}")
 _DIGITS = re.compile(r"\d{1,10}")
 _RUPEES = re.compile(r"(\d{1,12})(?:\.(\d+))?")
 _RATE = re.compile(r"(\d{1,3})(?:\.(\d{1,4}))?%?")
@@ -115,6 +118,40 @@ def tax_rate(value: str) -> Decimal | None:
         raise BadField(f"must be a tax rate in percent from 0 to 100 with at most 4 decimals "
                        f"(18, 0.25, 5%), got {_shown(value)}")
     return Decimal(value.rstrip("%"))
+
+
+PRICE_DECIMALS = 4  # EN 16931's net price precision
+
+
+def unit_price(value: str) -> tuple[int, Decimal | None]:
+    """A PO line's price per unit: (paise half up, the exact paise when it has a fraction of a
+    paisa, else None). `10.004` -> (1000, 1000.4): the night compares the exact one."""
+    match = _RUPEES.fullmatch(value)
+    if not match or len(match.group(2) or "") > PRICE_DECIMALS:
+        raise BadField(f"must be rupees like 1250.50 (digits, a '.' and at most {PRICE_DECIMALS} "
+                       f"decimals; no sign, commas or ₹), got {_shown(value)}")
+    exact = Decimal(value).scaleb(2)
+    paise = int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    if exact > MAX_UNIT_PRICE_PAISE:
+        raise BadField(f"must be at most 10000000.00 rupees a unit, got {_shown(value)}")
+    return paise, (None if exact == paise else units.plain(exact))
+
+
+def quantity_per(value: str) -> Decimal:
+    """How many base units one pack holds: a positive number, decimals allowed (a bag of 2.5 KGM)."""
+    if re.fullmatch(r"\d{1,9}(?:\.\d{1,6})?", value) and Decimal(value) > 0:
+        return units.plain(Decimal(value))
+    raise BadField(f"must be a number above 0 like 12 or 2.5, got {_shown(value)}")
+
+
+def unit_code(value: str) -> str:
+    """Optional: a unit code (UN/ECE Rec 20 or GST UQC), stored canonical; empty is pieces."""
+    if not value:
+        return units.PIECE
+    if not _UNIT.fullmatch(value):
+        raise BadField("must be a unit code of 1-3 letters or digits (UN/ECE Rec 20 like C62, "
+                       f"DZN, KGM, BX or GST UQC like PCS, DOZ, KGS, BOX), got {_shown(value)}")
+    return units.canonical(value) or units.PIECE
 
 
 def text(value: str) -> str:

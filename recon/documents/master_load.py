@@ -1,4 +1,4 @@
-"""`recon load suppliers|orders|receipts FILE.csv`: an ERP's master data export in, all or
+"""`recon load suppliers|orders|receipts|conversions FILE.csv`: an ERP's master data export in, all or
 nothing per file.
 
 Each file is read whole and every row checked (recon/documents/master_data.py) before the
@@ -20,7 +20,7 @@ import asyncpg
 from recon.documents import master_data as md
 from recon.documents.master_csv import decode
 from recon.domain.errors import MasterDataRefused
-from recon.store import orders, receipts, suppliers
+from recon.store import orders, receipts, suppliers, unit_conversions
 from recon.store.db import lock_master_data
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -31,7 +31,7 @@ class LoadSummary:
     """What one file did. `rows` = new + changed + unchanged."""
 
     file: str
-    what: str  # "suppliers", "PO lines", "receipts"
+    what: str  # "suppliers", "PO lines", "receipts", "unit conversions"
     rows: int
     new: int
     changed: int
@@ -118,3 +118,19 @@ async def load_receipts(pool: asyncpg.Pool, path: Path) -> LoadSummary:
                    "receipt_changed": md.receipt_changed}[found["problem"]](name, found)
         new = await receipts.write(conn)
     return LoadSummary(name, "receipts", len(rows), new, 0, len(rows) - new)
+
+
+async def load_conversions(pool: asyncpg.Pool, path: Path) -> LoadSummary:
+    """A supplier's packings per SKU (`unit_conversions.csv`): new ones added, a changed `per` or
+    base unit replaces the stored one (it applies to the lines nights match from then on)."""
+    text, name = _text(path)
+    rows = md.parse_conversions(text, name)
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_master_data(conn)
+        await unit_conversions.stage(conn, rows)
+        found = await unit_conversions.first_conflict(conn)
+        if found is not None:
+            raise md.conversion_unknown_supplier(name, found)
+        new, changed = await unit_conversions.write(conn)
+    return LoadSummary(name, "unit conversions", len(rows), new, changed,
+                       len(rows) - new - changed)

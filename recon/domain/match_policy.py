@@ -6,6 +6,7 @@ values; recon/store/weighing.py applies them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from recon.domain import price_rule
 from recon.domain.settings_table import default_of
@@ -28,7 +29,7 @@ class MatchPolicy:
                    settings.price_tolerance_percent, settings.overdelivery_tolerance_percent,
                    settings.invoice_date_window_days)
 
-    def tolerates(self, invoice_price_paise: int, po_price_paise: int) -> bool:
+    def tolerates(self, invoice_price_paise: int | Decimal, po_price_paise: int | Decimal) -> bool:
         """The rule step 6 applies in SQL, read from the same text (recon.domain.price_rule):
         with no tolerance set, any difference counts; with one set, a difference within it is
         tolerated; with both set, only a difference within both."""

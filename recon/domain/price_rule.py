@@ -9,11 +9,16 @@ it is tolerated; with both set, only a difference within both.
 
 The formula is Python syntax, read with `ast` (never `eval`), and may use only what both readers
 know: `and`, `or`, `==`, `>`, `<=`, `-`, `*`, `abs()`, names and numbers.
+
+Both readers compute exactly (issue 37: prices with a fraction of a paisa): SQL in `numeric`
+(step 6 passes the percent as `float8::numeric`), Python in `Decimal`, every number read from its
+shortest decimal text (`0.5` is one half, never the binary float nearest it).
 """
 
 from __future__ import annotations
 
 import ast
+from decimal import Decimal
 
 RULE = (
     "price == po_price"
@@ -32,9 +37,13 @@ def as_sql(**names: str) -> str:
     return _sql(_TREE, names)
 
 
-def holds(**values: int | float) -> bool:
+def holds(**values: int | float | Decimal) -> bool:
     """The rule for one pair of prices and one pair of tolerances."""
-    return bool(_value(_TREE, values))
+    return bool(_value(_TREE, {name: _exact(v) for name, v in values.items()}))
+
+
+def _exact(number: int | float | Decimal) -> Decimal:
+    return Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
 
 
 def _sql(node: ast.expr, names: dict[str, str]) -> str:
@@ -60,7 +69,7 @@ def _operand(node: ast.expr, names: dict[str, str]) -> str:
     return f"({text})" if isinstance(node, ast.BinOp) else text
 
 
-def _value(node: ast.expr, values: dict[str, int | float]) -> int | float | bool:
+def _value(node: ast.expr, values: dict[str, Decimal]) -> Decimal | bool:
     match node:
         case ast.BoolOp(op=ast.And(), values=parts):
             return all(_value(p, values) for p in parts)
@@ -78,5 +87,5 @@ def _value(node: ast.expr, values: dict[str, int | float]) -> int | float | bool
         case ast.Name(id=name):
             return values[name]
         case ast.Constant(value=int() | float() as number):
-            return number
+            return _exact(number)
     raise ValueError(f"the price rule may not use {ast.dump(node)}")

@@ -17,6 +17,7 @@ from recon.domain.keys import PARKED_LINE, row_template
 from recon.store.db import lock_run
 from recon.store.held_lines import OPEN_HOLDS
 from recon.store.lanes import in_lanes
+from recon.store.unit_conversions import restate_lines
 
 
 async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date,
@@ -28,7 +29,8 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
     Several lines may bill one PO line (partial deliveries, several invoices per order): step 5
     weighs them together, in order. Lines that earlier nights of the warehouse hold awaiting
     receipt, and no night has claimed, are carried into this night's match with their own
-    invoice date.
+    invoice date. A line billed in another unit than its PO line's is restated in the PO's unit,
+    or parked when no conversion is known (recon/store/unit_conversions.py).
 
     Filled once, like steps 4-6: the step's mark (`lines_matched`, migration 072) commits with its
     matches and parked lines, so a run that has its mark has them all, and running the step again
@@ -47,6 +49,7 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
             await _match_lines(conn, pool, workflow_id, business_date)
             await conn.execute(_PARK_BY_DATE, workflow_id, business_date, warehouse,
                                date_window_days, row_template(PARKED_LINE))
+            await restate_lines(conn, workflow_id)
             await conn.execute(_CARRY_HELD, workflow_id, warehouse, business_date)
             matched = await conn.fetchval(
                 "INSERT INTO lines_matched (workflow_id, lines)"
@@ -64,8 +67,8 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
 # comment says why); a line citing a number outside every order still parks.
 _MATCH = """
 INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
-                          invoice_date)
-SELECT $1, l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise, $2
+                          invoice_date, po_price_exact)
+SELECT $1, l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise, $2, p.price_exact
 FROM invoice_lines l
 JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
                       AND o.po_number BETWEEN $3 AND $4
@@ -180,17 +183,17 @@ WHERE m.workflow_id = $1 AND m.invoice_no = p.invoice_no AND m.line_no = p.line_
 _CARRY_HELD = """
 WITH open_holds AS (""" + OPEN_HOLDS + """), carried AS (
     INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
-                               description, qty, unit_price_paise)
+                               description, qty, unit_price_paise, price_exact)
     SELECT $1, invoice_no, line_no, supplier_id, po_number, sku, description, qty,
-           unit_price_paise
+           unit_price_paise, price_exact
     FROM open_holds
     ON CONFLICT DO NOTHING
     RETURNING invoice_no, line_no
 )
 INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
-                          invoice_date, carried_from)
+                          invoice_date, carried_from, po_price_exact)
 SELECT $1, h.invoice_no, h.line_no, h.po_number, h.sku, p.unit_price_paise, h.invoice_date,
-       h.workflow_id
+       h.workflow_id, p.price_exact
 FROM open_holds h
 JOIN carried c ON c.invoice_no = h.invoice_no AND c.line_no = h.line_no
 JOIN po_lines p ON p.po_number = h.po_number AND p.sku = h.sku

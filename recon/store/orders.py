@@ -3,8 +3,8 @@ file's size: the rows are copied into a temporary table, checked against the boo
 statements, then written with one statement per table.
 
 Rules (README, "Master data in"): a PO keeps its supplier, warehouse and order date; a PO line
-may be amended (description, quantity, price) but its price never changes once an invoice has
-billed it, and its quantity never drops below what is already received or billed against it.
+may be amended (description, quantity, price, unit) but its price and unit never change once an
+invoice has billed it, and its quantity never drops below what is already received or billed against it.
 "Billed" is any invoice line of any night that cites the PO line (one per supplier, invoice
 number and line, whichever runs read it). The caller owns the transaction and the lock.
 """
@@ -21,11 +21,11 @@ CREATE TEMP TABLE load_order_lines (
     line integer NOT NULL, po_number text NOT NULL, supplier_id text NOT NULL,
     warehouse text NOT NULL, ordered_on date NOT NULL, sku text NOT NULL,
     description text NOT NULL, qty_ordered integer NOT NULL, unit_price_paise bigint NOT NULL,
-    tax_rate numeric
+    tax_rate numeric, price_exact numeric, unit text NOT NULL
 ) ON COMMIT DROP
 """
 COLUMNS = ["line", "po_number", "supplier_id", "warehouse", "ordered_on", "sku", "description",
-           "qty_ordered", "unit_price_paise", "tax_rate"]
+           "qty_ordered", "unit_price_paise", "tax_rate", "price_exact", "unit"]
 
 # The first row (in file order) naming a supplier nobody loaded, or a PO stored with another
 # supplier, warehouse or order date.
@@ -54,9 +54,13 @@ ORDER BY line LIMIT 1
 _TOUCH = """
 CREATE TEMP TABLE load_touched_lines ON COMMIT DROP AS
 SELECT l.line, l.po_number, l.sku, p.unit_price_paise AS stored_price,
-       l.unit_price_paise AS given_price, p.qty_ordered AS stored_qty, l.qty_ordered AS given_qty
+       l.unit_price_paise AS given_price, p.unit AS stored_unit, l.unit AS given_unit,
+       coalesce(l.price_exact, l.unit_price_paise)
+           <> coalesce(p.price_exact, p.unit_price_paise) AS repriced,
+       p.qty_ordered AS stored_qty, l.qty_ordered AS given_qty
 FROM load_order_lines l JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
-WHERE l.unit_price_paise <> p.unit_price_paise OR l.qty_ordered < p.qty_ordered
+WHERE coalesce(l.price_exact, l.unit_price_paise) <> coalesce(p.price_exact, p.unit_price_paise)
+   OR l.unit <> p.unit OR l.qty_ordered < p.qty_ordered
 """
 
 # A night may name an invoice `{supplier}:{number}` in its working set (nights that carry the
@@ -90,7 +94,7 @@ SELECT * FROM (
            0::bigint AS received, 0::bigint AS billed
     FROM load_touched_lines t
     JOIN billed_per_line b ON b.po_number = t.po_number AND b.sku = t.sku
-    WHERE t.given_price <> t.stored_price
+    WHERE t.repriced OR t.given_unit <> t.stored_unit
     UNION ALL
     SELECT t.line, 'qty_below_books', t.po_number, t.sku, t.stored_qty, t.given_qty, NULL, NULL,
            coalesce(r.received, 0), coalesce(b.billed, 0)
@@ -120,17 +124,20 @@ WITH before AS (
     FROM load_order_lines l LEFT JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
 ), written AS (
     INSERT INTO po_lines AS p (po_number, sku, description, qty_ordered, unit_price_paise,
-                               tax_rate)
-    SELECT po_number, sku, description, qty_ordered, unit_price_paise, tax_rate
+                               tax_rate, price_exact, unit)
+    SELECT po_number, sku, description, qty_ordered, unit_price_paise, tax_rate, price_exact,
+           unit
     FROM load_order_lines ORDER BY po_number, sku
     ON CONFLICT (po_number, sku) DO UPDATE
         -- a file that states no rate keeps the stored one (as a supplier's GSTIN is kept)
         SET description = EXCLUDED.description, qty_ordered = EXCLUDED.qty_ordered,
             unit_price_paise = EXCLUDED.unit_price_paise,
-            tax_rate = coalesce(EXCLUDED.tax_rate, p.tax_rate)
-        WHERE (p.description, p.qty_ordered, p.unit_price_paise, p.tax_rate)
+            tax_rate = coalesce(EXCLUDED.tax_rate, p.tax_rate),
+            price_exact = EXCLUDED.price_exact, unit = EXCLUDED.unit
+        WHERE (p.description, p.qty_ordered, p.unit_price_paise, p.tax_rate, p.price_exact, p.unit)
               IS DISTINCT FROM (EXCLUDED.description, EXCLUDED.qty_ordered,
-                                EXCLUDED.unit_price_paise, coalesce(EXCLUDED.tax_rate, p.tax_rate))
+                                EXCLUDED.unit_price_paise, coalesce(EXCLUDED.tax_rate, p.tax_rate),
+                                EXCLUDED.price_exact, EXCLUDED.unit)
     RETURNING p.po_number, p.sku
 )
 SELECT count(*) FILTER (WHERE b.is_new) AS new, count(*) FILTER (WHERE NOT b.is_new) AS amended

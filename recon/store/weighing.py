@@ -34,7 +34,7 @@ from recon.store.matching import snapshot_missing
 _WEIGH = """
 WITH lines AS (
     SELECT l.invoice_no, l.line_no, l.supplier_id, l.sku, l.qty,
-           l.unit_price_paise, m.po_number, m.po_price_paise,
+           l.unit_price_paise, m.po_number, m.po_price_paise, l.price_exact, m.po_price_exact,
            coalesce(m.invoice_date, $2) AS invoice_date,
            s.qty_received,
            -- what the order allows: the quantity ordered and the over-delivery tolerance
@@ -66,10 +66,11 @@ WITH lines AS (
 ), compared AS (
     INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
                              invoiced_qty, received_qty, invoice_price_paise, po_price_paise,
-                             received_to_date, prior_accepted, beyond_order, po_number)
+                             received_to_date, prior_accepted, beyond_order, po_number,
+                             invoice_price_exact, po_price_exact)
     SELECT $1, $6 + row_number() OVER (ORDER BY invoice_no, line_no), invoice_no, line_no,
            supplier_id, sku, qty, take, unit_price_paise, po_price_paise, qty_received,
-           qty_prior + cum_before, beyond, po_number
+           qty_prior + cum_before, beyond, po_number, price_exact, po_price_exact
     FROM judged WHERE NOT held
     RETURNING 1
 ), accepted AS (
@@ -80,7 +81,7 @@ WITH lines AS (
 ), held AS (
     INSERT INTO held_lines (workflow_id, invoice_no, line_no, warehouse, invoice_date,
                             held_until, supplier_id, po_number, sku, description, qty,
-                            unit_price_paise, qty_open, beyond_order, evidence)
+                            unit_price_paise, qty_open, beyond_order, evidence, price_exact)
     SELECT $1, invoice_no, line_no, $4, invoice_date, invoice_date + $3::int, supplier_id,
            po_number, sku,
            -- read here, not carried through the weighing of every line: few lines are held
@@ -90,7 +91,8 @@ WITH lines AS (
            'billed ' || qty || ' x ' || sku || ' on ' || po_number || ', ' || qty_received
              || ' received to ' || $2 || ', ' || qty_prior + cum_before
              || ' billed before; awaiting receipt of ' || (qty - take - beyond)
-             || ', claimed on ' || (invoice_date + $3::int) || ' if it has not come'
+             || ', claimed on ' || (invoice_date + $3::int) || ' if it has not come',
+           price_exact
     FROM judged WHERE held
 )
 SELECT count(*) FROM compared
@@ -242,8 +244,12 @@ async def _fingerprint(conn: asyncpg.Connection, workflow_id: str, business_date
 
 # The price rule (recon.domain.price_rule, the text MatchPolicy.tolerates reads too) over the
 # comparison's columns and _FLAG's parameters: the tolerances `_flag` passes third and fourth.
-_PRICE_TOLERATED = price_rule.as_sql(price="invoice_price_paise", po_price="po_price_paise",
-                                     paise="$3::bigint", percent="$4::float8")
+# Prices compared exactly: each side with every decimal its document states (`*_price_exact`,
+# NULL when it is a whole number of paise).
+_PRICE = "coalesce(invoice_price_exact, invoice_price_paise)"
+_PO_PRICE = "coalesce(po_price_exact, po_price_paise)"
+_PRICE_TOLERATED = price_rule.as_sql(price=_PRICE, po_price=_PO_PRICE,
+                                     paise="$3::bigint", percent="$4::float8::numeric")
 
 # A line carried from an earlier night's hold has its bill's fingerprint under the night the bill
 # came in (`carried_from`), not under the night that claims it.
@@ -258,7 +264,7 @@ WITH carried AS MATERIALIZED (
            -- and the rate its PO line was ordered at
            il.tax_rate, il.tax_split, il.cess_paise AS line_cess, il.taxable_paise AS line_taxable,
            po.tax_rate AS expected_rate,
-           invoice_price_paise <> po_price_paise AND NOT @PRICE_TOLERATED@ AS price_flagged
+           @PRICE@ <> @PO_PRICE@ AND NOT @PRICE_TOLERATED@ AS price_flagged
     FROM comparisons c
     LEFT JOIN invoice_fingerprints f ON f.workflow_id = c.workflow_id
                                     AND f.invoice_no = c.invoice_no
@@ -271,8 +277,9 @@ WITH carried AS MATERIALIZED (
     WHERE c.workflow_id = $1 AND ($7::text IS NULL OR c.supplier_id = $7)
 ), found AS (
     SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
-           -- numeric: no product of two bigints can overflow on the way
-           (invoiced_qty - received_qty)::numeric * invoice_price_paise AS amount,
+           -- numeric: no product of two bigints can overflow on the way; exact, rounded once to
+           -- the paisa, half up (away from zero), as the invoices round
+           round((invoiced_qty - received_qty)::numeric * @PRICE@) AS amount,
            'billed ' || invoiced_qty || ' x ' || sku
              || CASE WHEN received_to_date IS NULL THEN ', received ' || received_qty
                 ELSE ', ' || received_to_date || ' received to date, '
@@ -298,16 +305,16 @@ WITH carried AS MATERIALIZED (
              || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '') AS detail,
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
            -- the tax of an over-billing: on its taxable excess, at the invoice line's rate
-           (invoiced_qty - received_qty)::numeric * invoice_price_paise AS base, tax_rate AS rate
+           (invoiced_qty - received_qty)::numeric * @PRICE@ AS base, tax_rate AS rate
     FROM c WHERE invoiced_qty <> received_qty
     UNION ALL
     SELECT invoice_no, line_no, supplier_id, 'price',
-           (invoice_price_paise - po_price_paise)::numeric * received_qty,
-           'billed ' || invoice_price_paise || ' paise per ' || sku
-             || ', PO price ' || po_price_paise
+           round((@PRICE@ - @PO_PRICE@) * received_qty),
+           'billed ' || @PRICE@ || ' paise per ' || sku
+             || ', PO price ' || @PO_PRICE@
              || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, ''),
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
-           (invoice_price_paise - po_price_paise)::numeric * received_qty, tax_rate
+           (@PRICE@ - @PO_PRICE@) * received_qty, tax_rate
     FROM c WHERE price_flagged
     UNION ALL
     -- a rate other than the PO line's: the difference of rates on the accepted units' taxable
@@ -317,7 +324,7 @@ WITH carried AS MATERIALIZED (
              || trim_scale(expected_rate) || '%',
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
            received_qty::numeric
-             * CASE WHEN price_flagged THEN po_price_paise ELSE invoice_price_paise END,
+             * CASE WHEN price_flagged THEN @PO_PRICE@ ELSE @PRICE@ END,
            tax_rate - expected_rate
     FROM c WHERE tax_rate <> expected_rate
 ), parted AS (
@@ -351,6 +358,7 @@ FROM totalled WHERE total <> 0
 # Evidence names bills as finance reads them (`INV-7001 (S001, night of ...)`), never by our
 # references.
 _FLAG = _FLAG.replace("@PRICE_TOLERATED@", _PRICE_TOLERATED).replace(
+    "@PO_PRICE@", _PO_PRICE).replace("@PRICE@", _PRICE).replace(
     "@EARLIER_BILL@", label_sql("a.invoice_no", "a.supplier_id", "'night of ' || a.business_date")
 ).replace("@DUPLICATE_OF@", label_sql("duplicate_of", "supplier_id",
                                       night_date_sql("duplicate_night")))

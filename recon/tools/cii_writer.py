@@ -24,7 +24,7 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
     `test` marks it as a test document (`ExchangedDocumentContext/TestIndicator`); `buyer_gstin`
     states the buyer's GSTIN, `hsn` each line's HSN code."""
     code = {CREDIT_NOTE: "381", DEBIT_NOTE: "383"}.get(kind, "380")
-    net = sum(ln.qty * ln.unit_price_paise for ln in doc.lines)
+    net = sum(ln.amount_paise for ln in doc.lines)
     tax = (net * tax_rate + 50) // 100
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
@@ -53,15 +53,16 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
             + "</ram:SpecifiedTradeProduct><ram:SpecifiedLineTradeAgreement>"
             f"<ram:BuyerOrderReferencedDocument><ram:LineID>{escape(ln.sku)}</ram:LineID>"
             "</ram:BuyerOrderReferencedDocument><ram:NetPriceProductTradePrice>"
-            f"<ram:ChargeAmount>{_money(ln.unit_price_paise)}</ram:ChargeAmount>"
+            f"<ram:ChargeAmount>{ln.price_text()}</ram:ChargeAmount>"
             "</ram:NetPriceProductTradePrice></ram:SpecifiedLineTradeAgreement>"
-            f'<ram:SpecifiedLineTradeDelivery><ram:BilledQuantity unitCode="C62">{ln.qty}'
+            f"<ram:SpecifiedLineTradeDelivery><ram:BilledQuantity unitCode="
+            f"{quoteattr(ln.unit or 'C62')}>{ln.qty}"
             "</ram:BilledQuantity></ram:SpecifiedLineTradeDelivery>"
             "<ram:SpecifiedLineTradeSettlement><ram:ApplicableTradeTax><ram:TypeCode>VAT"
             "</ram:TypeCode><ram:CategoryCode>S</ram:CategoryCode><ram:RateApplicablePercent>"
             f"{tax_rate}</ram:RateApplicablePercent></ram:ApplicableTradeTax>"
             "<ram:SpecifiedTradeSettlementLineMonetarySummation><ram:LineTotalAmount>"
-            f"{_money(ln.qty * ln.unit_price_paise)}</ram:LineTotalAmount>"
+            f"{_money(ln.amount_paise)}</ram:LineTotalAmount>"
             "</ram:SpecifiedTradeSettlementLineMonetarySummation>"
             "</ram:SpecifiedLineTradeSettlement></ram:IncludedSupplyChainTradeLineItem>")
     party = [f"<ram:SellerTradeParty><ram:Name>{escape(seller.name or '')}</ram:Name>"]

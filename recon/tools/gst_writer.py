@@ -33,15 +33,16 @@ def upload(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable
     intra = gstin[:2] == buyer_gstin[:2]
     items, sums = [], dict.fromkeys(("AssVal", "CgstVal", "SgstVal", "IgstVal"), 0)
     for n, ln in enumerate(doc.lines, 1):
-        amount = ln.qty * ln.unit_price_paise
+        amount = ln.amount_paise
         tax = (amount * tax_rate + 50) // 100
         half = (amount * tax_rate + 100) // 200
         cgst = sgst = half if intra else 0
         igst = 0 if intra else tax
         items.append({
             "SlNo": str(n), "PrdDesc": ln.description, "IsServc": "N", "HsnCd": "10063020",
-            "OrdLineRef": ln.sku, "Qty": ln.qty, "Unit": "PCS",
-            "UnitPrice": _rupees(ln.unit_price_paise), "TotAmt": _rupees(amount), "Discount": 0,
+            "OrdLineRef": ln.sku, "Qty": ln.qty, "Unit": ln.unit or "PCS",
+            "UnitPrice": ln.price if ln.price is not None else _rupees(ln.unit_price_paise),
+            "TotAmt": _rupees(amount), "Discount": 0,
             "AssAmt": _rupees(amount), "GstRt": tax_rate, "IgstAmt": _rupees(igst),
             "CgstAmt": _rupees(cgst), "SgstAmt": _rupees(sgst),
             "TotItemVal": _rupees(amount + cgst + sgst + igst),

@@ -28,7 +28,7 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
     ns = CREDIT_NOTE_NS if credit else INVOICE_NS
     code = "381" if credit else ("383" if kind == DEBIT_NOTE else "380")
     cur = quoteattr(currency)
-    net = sum(ln.qty * ln.unit_price_paise for ln in doc.lines)
+    net = sum(ln.amount_paise for ln in doc.lines)
     tax = (net * tax_rate + 50) // 100
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
@@ -81,8 +81,8 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
     for n, ln in enumerate(doc.lines, 1):
         out += [
             f"<cac:{line_tag}><cbc:ID>{n}</cbc:ID>",
-            f'<cbc:{qty_tag} unitCode="C62">{ln.qty}</cbc:{qty_tag}>',
-            f"<cbc:LineExtensionAmount currencyID={cur}>{_money(ln.qty * ln.unit_price_paise)}"
+            f'<cbc:{qty_tag} unitCode={quoteattr(ln.unit or "C62")}>{ln.qty}</cbc:{qty_tag}>',
+            f"<cbc:LineExtensionAmount currencyID={cur}>{_money(ln.amount_paise)}"
             "</cbc:LineExtensionAmount>",
             f"<cac:OrderLineReference><cbc:LineID>{escape(ln.sku)}</cbc:LineID>"
             "</cac:OrderLineReference>",
@@ -95,7 +95,7 @@ def write(doc: Document, seller: PartyIds, kind: str = INVOICE, cites: Iterable[
             f"<cac:ClassifiedTaxCategory><cbc:ID>S</cbc:ID><cbc:Percent>{tax_rate}</cbc:Percent>"
             "<cac:TaxScheme><cbc:ID>VAT</cbc:ID></cac:TaxScheme></cac:ClassifiedTaxCategory>",
             "</cac:Item>",
-            f"<cac:Price><cbc:PriceAmount currencyID={cur}>{_money(ln.unit_price_paise)}"
+            f"<cac:Price><cbc:PriceAmount currencyID={cur}>{ln.price_text()}"
             f"</cbc:PriceAmount></cac:Price></cac:{line_tag}>",
         ]
     out.append(f"</{root}>")

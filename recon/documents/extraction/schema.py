@@ -40,7 +40,15 @@ class ExtractedLine(BaseModel):
     igst_paise: int | None = None
     cess_paise: int | None = None
 
-    @field_validator("sku", "description", "hsn", "tax_category", mode="before")
+    # Also from a structured document (issue 37): the unit code as written (step 3
+    # restates a line in its PO line's unit), and the price in paise with its fraction of a
+    # paisa when it has one. Left out of the JSON when absent, so a line without them reads and
+    # stores as it always did.
+    unit: str | None = Field(default=None, max_length=16, exclude_if=lambda v: v is None)
+    price_exact: Decimal | None = Field(default=None, ge=0, le=100_000_000_000,
+                                        exclude_if=lambda v: v is None)
+
+    @field_validator("sku", "description", "hsn", "tax_category", "unit", mode="before")
     @classmethod
     def _no_nul(cls, value: object) -> object:
         """Postgres text cannot hold NUL; a hostile document must not stop the step."""

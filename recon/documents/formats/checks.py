@@ -9,20 +9,27 @@ Rules (docs/design.md "Documents in every format"):
   what the format says it is made of, within the format's rounding (`Total.tolerance`);
 - where the format binds a line's amount to its price (Peppol's R120, the IRP's TotAmt), the
   reader adds that as a `Total` too, line allowances and charges already folded in;
-- money becomes integer paise by rounding half up to the paisa, once, here: the unit price the
-  run compares with the purchase order is the line's *net* amount divided by its quantity (what
-  the supplier really bills per unit, after line discounts); document-level allowances and
-  charges are checked into the totals but not spread over the lines.
+- the unit price the run compares with the purchase order is kept exactly (`exact_price`): the
+  price the line states (per unit, its BaseQuantity applied) when the line's net amount is its
+  quantity times that price rounded once to the paisa (half up), as the standards bind them;
+  otherwise (a line allowance or charge moved the net) the net amount over the quantity (what
+  the supplier really bills per unit). It travels in paise with every decimal
+  (`ExtractedLine.price_exact`) beside the price half up to the paisa (`unit_price_paise`);
+  steps 5-6 compare the exact one and round each amount once (docs/books.md);
+- document-level allowances and charges are checked into the totals but not spread over the
+  lines; the unit a line states travels with it (step 3 converts it to the PO's unit).
 """
 
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
 
 from pydantic import ValidationError
 
 from recon.documents.extraction.schema import MAX_LINES, ExtractedInvoice, ExtractedLine
 from recon.documents.formats.reading import CREDIT_NOTE, Reading, ReadingLine
+from recon.domain import units
 from recon.domain.errors import UnreadableInvoice
 
 PAISA = Decimal("0.01")
@@ -80,11 +87,32 @@ def check(reading: Reading) -> None:
                 f"{total.computed}{allowed}")
 
 
+def exact_price(line: ReadingLine) -> Decimal:
+    """The price per unit in paise, exactly (module docstring): the stated price when the net
+    amount is quantity x price rounded once to the paisa, else the net amount over the
+    quantity (to `units.PRICE_DECIMALS` decimals of the paisa if it does not terminate)."""
+    qty, net = abs(line.quantity), abs(line.net_amount)
+    if qty == 0:
+        return Decimal(0)
+    stated = line.unit_price
+    if stated is not None and (qty * stated).quantize(PAISA, rounding=ROUND_HALF_UP) == net:
+        return units.plain(stated.scaleb(2))
+    return units.exact_decimal(Fraction(net.scaleb(2)) / Fraction(qty))
+
+
 def unit_price_paise(line: ReadingLine) -> int:
-    """The net amount per unit, to the paisa (half up): what the run compares with the PO."""
-    if line.quantity == 0:
-        return 0
-    return paise(abs(line.net_amount) / abs(line.quantity))
+    """The exact price to the paisa, half up: what evidence and totals show."""
+    return int(exact_price(line).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def _exact_beside(line: ReadingLine) -> Decimal | None:
+    """The exact price when it is not a whole number of paise (None: the integer says it all)."""
+    exact = exact_price(line)
+    return None if exact == exact.to_integral_value() else exact
+
+
+def _unit(line: ReadingLine) -> str | None:
+    return line.unit.strip()[:16] or None if line.unit else None
 
 
 def as_invoice(reading: Reading, supplier_id: str) -> ExtractedInvoice:
@@ -98,6 +126,7 @@ def as_invoice(reading: Reading, supplier_id: str) -> ExtractedInvoice:
             po_number=reading.po_number,
             lines=[ExtractedLine(line_no=ln.line_no, sku=ln.sku, description=ln.description[:200],
                                  quantity=int(ln.quantity), unit_price_paise=unit_price_paise(ln),
+                                 unit=_unit(ln), price_exact=_exact_beside(ln),
                                  **tax_of(reading, ln))
                    for ln in reading.lines],
         )
