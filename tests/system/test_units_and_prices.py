@@ -1,0 +1,165 @@
+"""Units of measure and exact prices (issue 37, items 2 and 3), through `recon load` and
+`recon import` on documents in each standard's own shape, and a real night:
+
+* a line billed in another unit than its PO line's is restated exactly in the PO's unit before
+  it is matched and weighed (2 DZN at ₹120 against 24 PCE at ₹10 reconciles clean, 24 units of
+  stock booked), through the facts (a dozen is 12) or the supplier's pack
+  (`recon load conversions`); a unit with no known conversion parks the line, naming the unit,
+  the SKU and the supplier;
+* prices are compared as the documents state them (GST `UnitPrice` with 3 decimals, UBL
+  `PriceAmount` over `BaseQuantity`, CII `ChargeAmount` with 4, a PO price with 4): 1,00,000
+  units at ₹10.004 against ₹10.00 is a price mismatch of ₹400.00, the amount rounded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+from pathlib import Path
+
+import asyncpg
+from temporalio.client import Client
+
+from recon.documents.formats.reading import PartyIds
+from recon.documents.layouts import Document, DocumentLine
+from recon.tools import cii_writer, gst_writer, ubl_writer
+from tests.helpers import inprocess_worker, recon_cli, settings_for, start
+from tests.system.test_import_formats import Suppliers, _import
+
+
+async def _load(stack, what: str, path: Path, text: str) -> None:
+    path.write_text(text)
+    done = await asyncio.to_thread(recon_cli, stack.env(), "load", what, str(path))
+    assert done.returncode == 0, (done.stdout, done.stderr)
+
+
+async def _receive(pool: asyncpg.Pool, warehouse: str, day: str, *lines: tuple[str, str, int]):
+    for po, sku, qty in lines:
+        await pool.execute("INSERT INTO goods_receipts (po_number, sku, warehouse, qty_received,"
+                           " received_on) VALUES ($1, $2, $3, $4, $5::text::date)",
+                           po, sku, warehouse, qty, day)
+
+
+def _one(number: str, supplier: str, day: str, po: str, line: DocumentLine) -> Document:
+    return Document(number, supplier, f"{supplier} Ltd", day, po, [line])
+
+
+async def _night(pool: asyncpg.Pool, client: Client, queue: str, day: str, warehouse: str) -> str:
+    settings = settings_for(queue, gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0)
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        assert (await asyncio.wait_for(handle.result(), 120)).status == "Completed"
+    return handle.id
+
+
+async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parked(
+        pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
+    day, warehouse, queue = night
+    s = Suppliers(warehouse)
+    await s.create(pool, day, warehouse)
+    tag = warehouse.upper()
+    po = {k: f"PO-{tag}-U{k}" for k in range(1, 5)}
+    await _load(stack, "orders", tmp_path / "orders.csv",
+                "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,"
+                "unit_price,unit\n"
+                f"{po[1]},{s.a},{warehouse},{day},SKU-1,Pens,24,10.00,PCE\n"
+                f"{po[2]},{s.c},{warehouse},{day},SKU-1,Pens,24,10.00,H87\n"
+                f"{po[3]},{s.c},{warehouse},{day},SKU-1,Pens,24,10.00,\n"
+                f"{po[4]},{s.c},{warehouse},{day},SKU-2,Ink,10,50.00,NOS\n")
+    await _load(stack, "conversions", tmp_path / "unit_conversions.csv",
+                f"supplier_id,sku,unit,per,base_unit\n{s.c},SKU-1,BX,12,PCE\n")
+    await _receive(pool, warehouse, day, *((po[k], "SKU-1", 24) for k in (1, 2, 3)),
+                   (po[4], "SKU-2", 10))
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    # 2 dozen at ₹120 a dozen: the PO's 24 pieces at ₹10, in the GST UQC, UBL and a C's box of 12
+    (folder / "gst.json").write_text(gst_writer.write(_one(
+        f"G-{tag}", s.a, day, po[1], DocumentLine("SKU-1", "Pens", 2, 12_000, unit="DOZ")),
+        PartyIds(gstin=s.gstin, name="A Ltd")))
+    (folder / "ubl.xml").write_text(ubl_writer.write(_one(
+        f"U-{tag}", s.c, day, po[2], DocumentLine("SKU-1", "Pens", 2, 12_000, unit="DZN")),
+        PartyIds(name="C")))
+    (folder / "cii.xml").write_text(cii_writer.write(_one(
+        f"C-{tag}", s.c, day, po[3], DocumentLine("SKU-1", "Pens", 2, 12_000, unit="BX")),
+        PartyIds(name="C")))
+    # a case of ink: C never said how many a case holds
+    (folder / "case.xml").write_text(ubl_writer.write(_one(
+        f"K-{tag}", s.c, day, po[4], DocumentLine("SKU-2", "Ink", 1, 50_000, unit="CS")),
+        PartyIds(name="C")))
+    done = await _import(stack, day, warehouse, folder)
+    assert done.returncode == 0, done.stderr
+
+    run = await _night(pool, client, queue, day, warehouse)
+    assert await pool.fetch("SELECT * FROM ledger_entries WHERE workflow_id = $1", run) == [], \
+        "the same goods at the same money: nothing to claim"
+    stock = {(r["invoice_no"], r["sku"], r["qty"]) for r in await pool.fetch(
+        "SELECT invoice_no, sku, qty FROM stock_movements WHERE workflow_id = $1", run)}
+    assert stock == {(f"{s.a}:G-{tag}", "SKU-1", 24), (f"{s.c}:U-{tag}", "SKU-1", 24),
+                     (f"{s.c}:C-{tag}", "SKU-1", 24)}, "booked in the PO's unit"
+    billed = {r["invoice_no"]: (r["qty"], r["unit"], r["unit_price_paise"], r["billed_as"])
+              for r in await pool.fetch("SELECT * FROM invoice_lines WHERE workflow_id = $1", run)}
+    assert billed[f"{s.c}:C-{tag}"] == (24, "C62", 1_000, "2 BX at 12000 paise")
+    parked = await pool.fetch(
+        "SELECT invoice_no, reason, evidence FROM parked_items WHERE workflow_id = $1", run)
+    assert [(p["invoice_no"], p["reason"]) for p in parked] == [(
+        f"{s.c}:K-{tag}",
+        f"unit CS of SKU SKU-2 from supplier {s.c}: no conversion from CS to C62 (the unit of "
+        f"{po[4]})")]
+    assert (f"billed 1 CS of SKU-2 (Ink) at 50000 paise per CS on {po[4]}, ordered in C62"
+            in parked[0]["evidence"]), parked[0]["evidence"]
+
+
+async def test_prices_are_compared_as_the_documents_state_them(
+        pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
+    day, warehouse, queue = night
+    s = Suppliers(warehouse)
+    await s.create(pool, day, warehouse)
+    tag = warehouse.upper()
+    po = {k: f"PO-{tag}-P{k}" for k in range(1, 5)}
+    await _load(stack, "orders", tmp_path / "orders.csv",
+                "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,"
+                "unit_price\n"
+                f"{po[1]},{s.a},{warehouse},{day},SKU-1,Bolts,100000,10.00\n"
+                f"{po[2]},{s.c},{warehouse},{day},SKU-1,Bolts,100000,10.00\n"
+                f"{po[3]},{s.c},{warehouse},{day},SKU-1,Bolts,100000,10\n"
+                f"{po[4]},{s.c},{warehouse},{day},SKU-1,Bolts,1000,10.0025\n")
+    await _receive(pool, warehouse, day, *((po[k], "SKU-1", 100_000) for k in (1, 2, 3)),
+                   (po[4], "SKU-1", 1_000))
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+
+    def bolts(qty: int, price: str) -> DocumentLine:
+        return DocumentLine("SKU-1", "Bolts", qty, 1_000, price=Decimal(price))
+
+    # GST UnitPrice with 3 decimals
+    (folder / "gst.json").write_text(gst_writer.write(
+        _one(f"G-{tag}", s.a, day, po[1], bolts(100_000, "10.004")),
+        PartyIds(gstin=s.gstin, name="A Ltd")))
+    # UBL: ₹1,000.40 per 100 units (BaseQuantity)
+    ubl = ubl_writer.write(_one(f"U-{tag}", s.c, day, po[2], bolts(100_000, "10.004")),
+                           PartyIds(name="C"))
+    per_hundred = ubl.replace(
+        '<cbc:PriceAmount currencyID="INR">10.004</cbc:PriceAmount>',
+        '<cbc:PriceAmount currencyID="INR">1000.40</cbc:PriceAmount>'
+        '<cbc:BaseQuantity unitCode="C62">100</cbc:BaseQuantity>')
+    assert per_hundred != ubl
+    (folder / "ubl.xml").write_text(per_hundred)
+    # CII ChargeAmount with 4 decimals
+    (folder / "cii.xml").write_text(cii_writer.write(
+        _one(f"C-{tag}", s.c, day, po[3], bolts(100_000, "10.0040")), PartyIds(name="C")))
+    # the PO's own price has 4 decimals, and the invoice bills exactly that
+    (folder / "same.xml").write_text(ubl_writer.write(
+        _one(f"S-{tag}", s.c, day, po[4], bolts(1_000, "10.0025")), PartyIds(name="C")))
+    done = await _import(stack, day, warehouse, folder)
+    assert done.returncode == 0, done.stderr
+
+    run = await _night(pool, client, queue, day, warehouse)
+    ledger = {(r["invoice_no"], r["kind"], r["amount_paise"]) for r in await pool.fetch(
+        "SELECT * FROM ledger_entries WHERE workflow_id = $1", run)}
+    assert ledger == {(f"{s.a}:G-{tag}", "price", 40_000), (f"{s.c}:U-{tag}", "price", 40_000),
+                      (f"{s.c}:C-{tag}", "price", 40_000)}, "₹400.00 each; ₹10.0025 = ₹10.0025"
+    detail = await pool.fetchval("SELECT detail FROM mismatches WHERE workflow_id = $1"
+                                 " AND invoice_no = $2", run, f"{s.a}:G-{tag}")
+    assert detail == "billed 1000.4 paise per SKU-1, PO price 1000", detail
+    assert await pool.fetchval("SELECT count(*) FROM parked_items WHERE workflow_id = $1",
+                               run) == 0
