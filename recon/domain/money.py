@@ -1,6 +1,12 @@
-"""Money is integer paise. Reports show rupees in Indian digit grouping: ₹2,71,500."""
+"""Money is integer paise. Reports show rupees in Indian digit grouping: ₹2,71,500.
+
+A unit *price* may hold a fraction of a paisa (a document's ₹10.004: `Decimal` paise 1000.4);
+`rupees` and `amount` show it with its decimals, never rounded. Amounts are whole paise.
+"""
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 
 def group_indian(whole: int) -> str:
@@ -17,8 +23,18 @@ def group_indian(whole: int) -> str:
     return ",".join(pairs + [tail])
 
 
-def rupees(paise: int) -> str:
-    """₹ with Indian grouping; paise shown only when there are any."""
+def _fraction_of_a_minor_unit(minor: int | Decimal, digits: int) -> str | None:
+    """'10.004' for Decimal 1000.4 (2 digits): a price finer than the minor unit, else None."""
+    if not isinstance(minor, Decimal) or minor == minor.to_integral_value():
+        return None
+    return format(abs(minor).scaleb(-digits).normalize(), "f")
+
+
+def rupees(paise: int | Decimal) -> str:
+    """₹ with Indian grouping; paise shown only when there are any (a fraction of a paisa too)."""
+    if (finer := _fraction_of_a_minor_unit(paise, 2)) is not None:
+        whole, _, fraction = finer.partition(".")
+        return f"{'-' if paise < 0 else ''}₹{group_indian(int(whole))}.{fraction}"
     paise = int(paise)
     sign = "-" if paise < 0 else ""
     whole, fraction = divmod(abs(paise), 100)
@@ -49,15 +65,20 @@ def minor_digits(currency: str) -> int:
     return _MINOR_DIGITS.get(currency.upper(), 2)
 
 
-def amount(minor: int, currency: str = BASE_CURRENCY) -> str:
+def amount(minor: int | Decimal, currency: str = BASE_CURRENCY) -> str:
     """An amount in `currency`'s minor unit, written in that currency, never another: ₹ in Indian
     grouping (as `rupees`), €/$/£ with Western grouping, any other code as its prefix
     ("CHF 1,234.50"). Two currencies are never added together before this is called."""
     code = (currency or BASE_CURRENCY).upper()
     if code == BASE_CURRENCY:
         return rupees(minor)
-    minor = int(minor)
     digits = minor_digits(code)
+    if (finer := _fraction_of_a_minor_unit(minor, digits)) is not None:
+        whole, _, fraction = finer.partition(".")
+        text = f"{int(whole):,}.{fraction}"
+        symbol = _SYMBOLS.get(code)
+        return f"{'-' if minor < 0 else ''}{symbol or code + ' '}{text}"
+    minor = int(minor)
     sign = "-" if minor < 0 else ""
     whole, fraction = divmod(abs(minor), 10 ** digits) if digits else (abs(minor), 0)
     text = f"{whole:,}" + (f".{fraction:0{digits}d}" if digits else "")

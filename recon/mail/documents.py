@@ -44,8 +44,8 @@ class NoteLine:
     sku: str
     invoiced_qty: int
     received_qty: int
-    invoice_price_paise: int
-    po_price_paise: int
+    invoice_price_paise: int | Decimal  # a price may hold a fraction of a paisa (1000.4)
+    po_price_paise: int | Decimal
     amount_paise: int
     # The facts a supplier checks the claim by (None on lines weighed before they were kept).
     po_number: str | None = None
@@ -201,7 +201,8 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
                 invoice_no=number_of(r["invoice_no"], supplier_id), line_no=r["line_no"],
                 kind=r["kind"], sku=r["sku"],
                 invoiced_qty=r["invoiced_qty"], received_qty=r["received_qty"],
-                invoice_price_paise=r["invoice_price_paise"], po_price_paise=r["po_price_paise"],
+                invoice_price_paise=_price(r["invoice_price_paise"]),
+                po_price_paise=_price(r["po_price_paise"]),
                 amount_paise=int(r["amount_paise"]), po_number=r["po_number"],
                 invoice_date=_day(r["invoice_date"]), received_to_date=r["received_to_date"],
                 billed_before=r["prior_accepted"], beyond_order=r["beyond_order"],
@@ -215,6 +216,11 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
             ) for r in rows],
         ))
     return notes
+
+
+def _price(paise: Decimal) -> int | Decimal:
+    """Whole paise as an int, as every price was before prices kept their decimals."""
+    return int(paise) if paise == paise.to_integral_value() else paise
 
 
 def _day(value: object) -> str | None:

@@ -159,7 +159,10 @@ async def get_message(conn: Db, key: str) -> asyncpg.Record | None:
 # `carried_from`).
 _NOTE_LINES = """
 SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount_paise,
-       c.sku, c.invoiced_qty, c.received_qty, c.invoice_price_paise, c.po_price_paise,
+       c.sku, c.invoiced_qty, c.received_qty,
+       -- the prices as compared: with a fraction of a paisa when a document stated one
+       coalesce(c.invoice_price_exact, c.invoice_price_paise) AS invoice_price_paise,
+       coalesce(c.po_price_exact, c.po_price_paise) AS po_price_paise,
        c.po_number, c.received_to_date, c.prior_accepted, c.beyond_order,
        lm.invoice_date,
        f.duplicate_of AS repeats, f.duplicate_night AS repeats_night,
