@@ -163,6 +163,6 @@ async def test_prices_are_compared_as_the_documents_state_them(
     assert detail == "billed 1000.4 paise per SKU-1, PO price 1000", detail
     note = await pool.fetchval("SELECT body FROM outbox WHERE workflow_id = $1"
                                " AND kind = 'debit-note' AND supplier_id = $2", run, s.a)
-    assert "Billed ₹10.004 a unit, order price ₹10, on 1,00,000 accepted: ₹400" in note, note
+    assert "Billed ₹10.004 a unit, order price ₹10, on 100,000 units accepted: ₹400" in note, note
     assert await pool.fetchval("SELECT count(*) FROM parked_items WHERE workflow_id = $1",
                                run) == 0
