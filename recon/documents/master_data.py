@@ -196,6 +196,11 @@ def po_header_changed(file: str, found) -> Exception:
 
 
 def price_changed_after_billing(file: str, found) -> Exception:
+    if found["stored_unit"] != found["given_unit"]:
+        return refusal(file, found["line"], "unit", f"{found['po_number']} line {found['sku']} is "
+                       f"already billed ({found['invoice_no']} of {found['supplier_id']}) in "
+                       f"{found['stored_unit']}; its unit cannot become {found['given_unit']} "
+                       "(put it on a new PO line or PO)")
     return refusal(file, found["line"], "unit_price", f"{found['po_number']} line "
                    f"{found['sku']} is already billed ({found['invoice_no']} of "
                    f"{found['supplier_id']}) at the PO price {rupees(found['stored'])}; its "

@@ -20,7 +20,8 @@ import asyncpg
 from recon.documents import master_data as md
 from recon.documents.master_csv import decode
 from recon.domain.errors import MasterDataRefused
-from recon.store import orders, receipts, suppliers, unit_conversions
+from recon.store import orders, receipts, suppliers
+from recon.store import units as unit_store
 from recon.store.db import lock_master_data
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -127,10 +128,10 @@ async def load_conversions(pool: asyncpg.Pool, path: Path) -> LoadSummary:
     rows = md.parse_conversions(text, name)
     async with pool.acquire() as conn, conn.transaction():
         await lock_master_data(conn)
-        await unit_conversions.stage(conn, rows)
-        found = await unit_conversions.first_conflict(conn)
+        await unit_store.stage(conn, rows)
+        found = await unit_store.first_conflict(conn)
         if found is not None:
             raise md.conversion_unknown_supplier(name, found)
-        new, changed = await unit_conversions.write(conn)
+        new, changed = await unit_store.write(conn)
     return LoadSummary(name, "unit conversions", len(rows), new, changed,
                        len(rows) - new - changed)

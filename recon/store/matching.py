@@ -17,7 +17,7 @@ from recon.domain.keys import PARKED_LINE, row_template
 from recon.store.db import lock_run
 from recon.store.held_lines import OPEN_HOLDS
 from recon.store.lanes import in_lanes
-from recon.store.unit_conversions import restate_lines
+from recon.store.units import restate_lines
 
 
 async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date,
@@ -30,7 +30,7 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
     weighs them together, in order. Lines that earlier nights of the warehouse hold awaiting
     receipt, and no night has claimed, are carried into this night's match with their own
     invoice date. A line billed in another unit than its PO line's is restated in the PO's unit,
-    or parked when no conversion is known (recon/store/unit_conversions.py).
+    or parked when no conversion is known (recon/store/units.py).
 
     Filled once, like steps 4-6: the step's mark (`lines_matched`, migration 072) commits with its
     matches and parked lines, so a run that has its mark has them all, and running the step again

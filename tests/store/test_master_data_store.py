@@ -164,6 +164,15 @@ async def test_a_price_change_after_billing_is_refused(pool, tmp_path, ids) -> N
     # The same price with a larger quantity is an amendment the books allow.
     grown = _file(tmp_path, "grown.csv", path.read_text().replace(",100,1250.50", ",120,1250.50"))
     assert (await load_orders(pool, grown)).changed == 1
+    # A fraction of a paisa is a new price too, and so is a new unit (issue 37).
+    finer = _file(tmp_path, "finer.csv", path.read_text().replace(",100,1250.50", ",120,1250.5001"))
+    assert "its price cannot become" in await _refused(load_orders, pool, finer)
+    header, first, *rest = path.read_text().splitlines(keepends=True)
+    dozens = _file(tmp_path, "dozens.csv", header.rstrip("\n") + ",unit\n"
+                   + first.rstrip("\n").replace(",100,1250.50", ",120,1250.50") + ",DOZ\n")
+    assert await _refused(load_orders, pool, dozens) == (
+        f"{dozens}:2: unit: {ids['po']}-1 line SKU-1 is already billed (INV-{ids['wh']} of "
+        f"{ids['s']}1) in C62; its unit cannot become DZN (put it on a new PO line or PO)")
 
 
 async def test_a_quantity_never_drops_below_the_books(pool, tmp_path, ids) -> None:
