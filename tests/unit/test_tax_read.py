@@ -51,7 +51,8 @@ def test_a_document_without_tax_stores_what_it_stored_before() -> None:
     line = as_invoice(read_stored(gst_writer.write(DOC, PartyIds(gstin=PUNJAB))), "S1").lines[0]
     bare = line.model_copy(update={k: None for k in ("hsn", "tax_category", "tax_rate",
                                                      "tax_split", "taxable_paise", "cgst_paise",
-                                                     "sgst_paise", "igst_paise", "cess_paise")})
+                                                     "sgst_paise", "igst_paise", "cess_paise",
+                                                     "unit")})  # the unit: issue 37 item 2
     assert bare.model_dump_json() == ('{"line_no":1,"sku":"SKU-1","description":"Rice",'
                                       '"quantity":10,"unit_price_paise":16000}')
 
