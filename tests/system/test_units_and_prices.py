@@ -156,8 +156,11 @@ async def test_prices_are_compared_as_the_documents_state_them(
     run = await _night(pool, client, queue, day, warehouse)
     ledger = {(r["invoice_no"], r["kind"], r["amount_paise"]) for r in await pool.fetch(
         "SELECT * FROM ledger_entries WHERE workflow_id = $1", run)}
-    assert ledger == {(f"{s.a}:G-{tag}", "price", 40_000), (f"{s.c}:U-{tag}", "price", 40_000),
-                      (f"{s.c}:C-{tag}", "price", 40_000)}, "₹400.00 each; ₹10.0025 = ₹10.0025"
+    # ₹400.00 over-billed each (with its 18 % tax, the writers' rate, claimed beside it)
+    assert ledger == {(f"{s.a}:G-{tag}", "price", 47_200), (f"{s.c}:U-{tag}", "price", 47_200),
+                      (f"{s.c}:C-{tag}", "price", 47_200)}, "₹10.0025 against ₹10.0025: clean"
+    assert {r["taxable_paise"] for r in await pool.fetch(
+        "SELECT taxable_paise FROM mismatches WHERE workflow_id = $1", run)} == {40_000}
     detail = await pool.fetchval("SELECT detail FROM mismatches WHERE workflow_id = $1"
                                  " AND invoice_no = $2", run, f"{s.a}:G-{tag}")
     assert detail == "billed 1000.4 paise per SKU-1, PO price 1000", detail
