@@ -20,7 +20,7 @@ LAYOUTS = ("table", "csv", "letter")
 class DocumentLine:
     sku: str
     description: str
-    qty: int
+    qty: int  # a structured writer may state a Decimal (2.5 KGS)
     unit_price_paise: int
     # What the structured writers (recon/tools) may state beyond that: the unit code (None: their
     # default, pieces) and the price in rupees with more decimals than the paisa (10.004).

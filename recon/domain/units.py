@@ -66,6 +66,21 @@ def canonical_sql(column: str) -> str:
     return f"(CASE upper(btrim({column})) {cases} ELSE upper(btrim({column})) END)"
 
 
+def finer(code: str | None, qty: Decimal) -> tuple[str, int] | None:
+    """A quantity with decimals (2.5 KGM) as a whole number of the first finer unit the facts
+    give (2500 GRM): (that unit, how many of it one `code` is), or None when none does."""
+    todo = [(canonical(code), 1)]
+    while todo:
+        unit, ratio = todo.pop(0)
+        for big, per, small in FACTS:
+            if big == unit:
+                scaled = qty * ratio * per
+                if scaled == scaled.to_integral_value():
+                    return small, ratio * per
+                todo.append((small, ratio * per))
+    return None
+
+
 @dataclass(frozen=True)
 class Pack:
     """A supplier's packing of one SKU, from `unit_conversions.csv`: one `unit` holds `per`

@@ -58,18 +58,19 @@ async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parke
     s = Suppliers(warehouse)
     await s.create(pool, day, warehouse)
     tag = warehouse.upper()
-    po = {k: f"PO-{tag}-U{k}" for k in range(1, 5)}
+    po = {k: f"PO-{tag}-U{k}" for k in range(1, 6)}
     await _load(stack, "orders", tmp_path / "orders.csv",
                 "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,"
                 "unit_price,unit\n"
                 f"{po[1]},{s.a},{warehouse},{day},SKU-1,Pens,24,10.00,PCE\n"
                 f"{po[2]},{s.c},{warehouse},{day},SKU-1,Pens,24,10.00,H87\n"
                 f"{po[3]},{s.c},{warehouse},{day},SKU-1,Pens,24,10.00,\n"
-                f"{po[4]},{s.c},{warehouse},{day},SKU-2,Ink,10,50.00,NOS\n")
+                f"{po[4]},{s.c},{warehouse},{day},SKU-2,Ink,10,50.00,NOS\n"
+                f"{po[5]},{s.a},{warehouse},{day},SKU-3,Saffron,2500,0.40,GMS\n")
     await _load(stack, "conversions", tmp_path / "unit_conversions.csv",
                 f"supplier_id,sku,unit,per,base_unit\n{s.c},SKU-1,BX,12,PCE\n")
     await _receive(pool, warehouse, day, *((po[k], "SKU-1", 24) for k in (1, 2, 3)),
-                   (po[4], "SKU-2", 10))
+                   (po[4], "SKU-2", 10), (po[5], "SKU-3", 2_500))
     folder = tmp_path / "inbox"
     folder.mkdir()
     # 2 dozen at ₹120 a dozen: the PO's 24 pieces at ₹10, in the GST UQC, UBL and a C's box of 12
@@ -82,6 +83,11 @@ async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parke
     (folder / "cii.xml").write_text(cii_writer.write(_one(
         f"C-{tag}", s.c, day, po[3], DocumentLine("SKU-1", "Pens", 2, 12_000, unit="BX")),
         PartyIds(name="C")))
+    # 2.5 kilograms at ₹400 a kilogram: the PO's 2,500 grams at ₹0.40
+    (folder / "kilos.json").write_text(gst_writer.write(_one(
+        f"W-{tag}", s.a, day, po[5],
+        DocumentLine("SKU-3", "Saffron", Decimal("2.5"), 40_000, "KGS", Decimal("400.00"))),
+        PartyIds(gstin=s.gstin, name="A Ltd")))
     # a case of ink: C never said how many a case holds
     (folder / "case.xml").write_text(ubl_writer.write(_one(
         f"K-{tag}", s.c, day, po[4], DocumentLine("SKU-2", "Ink", 1, 50_000, unit="CS")),
@@ -95,7 +101,8 @@ async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parke
     stock = {(r["invoice_no"], r["sku"], r["qty"]) for r in await pool.fetch(
         "SELECT invoice_no, sku, qty FROM stock_movements WHERE workflow_id = $1", run)}
     assert stock == {(f"{s.a}:G-{tag}", "SKU-1", 24), (f"{s.c}:U-{tag}", "SKU-1", 24),
-                     (f"{s.c}:C-{tag}", "SKU-1", 24)}, "booked in the PO's unit"
+                     (f"{s.c}:C-{tag}", "SKU-1", 24), (f"{s.a}:W-{tag}", "SKU-3", 2_500)}, \
+        "booked in the PO's unit"
     billed = {r["invoice_no"]: (r["qty"], r["unit"], r["unit_price_paise"], r["billed_as"])
               for r in await pool.fetch("SELECT * FROM invoice_lines WHERE workflow_id = $1", run)}
     assert billed[f"{s.c}:C-{tag}"] == (24, "C62", 1_000, "2 BX at 12000 paise")

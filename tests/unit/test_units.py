@@ -104,3 +104,17 @@ def test_the_billed_price_is_kept_as_the_document_states_it() -> None:
 def test_a_price_finer_than_the_paisa_is_written_with_its_decimals() -> None:
     assert rupees(Decimal("1000.4")) == "₹10.004"
     assert rupees(Decimal("1000")) == "₹10" == rupees(1000)
+
+
+def test_a_quantity_with_decimals_is_stored_in_the_finer_unit_that_makes_it_whole() -> None:
+    assert units.finer("KGS", Decimal("2.5")) == ("GRM", 1000)
+    assert units.finer("DOZ", Decimal("0.5")) == ("C62", 12)
+    assert units.finer("C62", Decimal("0.5")) is None and units.finer(None, Decimal("1.5")) is None
+    found = as_invoice(Reading("gst-einvoice", INVOICE, "INV-3", None, PartyIds(), "PO-1", "INR",
+                               [_line("2.5", "1000.00", "400.00", "KGS")]), "S001")
+    line = found.lines[0]
+    assert (line.quantity, line.unit, line.unit_price_paise, line.price_exact) == (
+        2500, "GRM", 40, None), "₹400 a kilogram is 40 paise a gram"
+    with pytest.raises(Exception, match="quantity 2.5 is not a whole number of units"):
+        as_invoice(Reading("ubl", INVOICE, "INV-4", None, PartyIds(), "PO-1", "INR",
+                           [_line("2.5", "25.00", "10.00", "C62")]), "S001")

@@ -2,9 +2,10 @@
 
 Rules (docs/design.md "Documents in every format"):
 - a document has a number and at least one line, at most `MAX_LINES`;
-- quantities are whole units (the warehouse counts pieces) and positive, except on a credit note,
-  where they may be negative but never zero; an invoice line billing a negative amount is a
-  return and belongs on a credit note;
+- quantities are whole units (the warehouse counts pieces) and positive, except on a credit
+  note, where they may be negative but never zero (a quantity with decimals in a unit the facts
+  divide, 2.5 KGM, is stored as the whole finer unit, 2500 GRM); an invoice line billing a
+  negative amount is a return and belongs on a credit note;
 - the lines' net amounts sum to the stated line total, and each total the format defines equals
   what the format says it is made of, within the format's rounding (`Total.tolerance`);
 - where the format binds a line's amount to its price (Peppol's R120, the IRP's TotAmt), the
@@ -42,7 +43,7 @@ def paise(amount: Decimal) -> int:
 
 def _whole(line: ReadingLine, credit: bool) -> int:
     qty = line.quantity
-    if qty != qty.to_integral_value():
+    if qty != qty.to_integral_value() and units.finer(line.unit, qty) is None:
         raise UnreadableInvoice(
             f"line {line.line_no}: quantity {qty} is not a whole number of units")
     if qty == 0:
@@ -105,14 +106,21 @@ def unit_price_paise(line: ReadingLine) -> int:
     return int(exact_price(line).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
-def _exact_beside(line: ReadingLine) -> Decimal | None:
-    """The exact price when it is not a whole number of paise (None: the integer says it all)."""
-    exact = exact_price(line)
-    return None if exact == exact.to_integral_value() else exact
-
-
 def _unit(line: ReadingLine) -> str | None:
     return line.unit.strip()[:16] or None if line.unit else None
+
+
+def _stored(line: ReadingLine) -> dict:
+    """The line's quantity, unit and price as step 2 stores them: the exact price beside its
+    paise when it has a fraction of a paisa; a quantity with decimals (2.5 KGM) restated in the
+    finer unit the facts make it whole in (2500 GRM), at the price per that unit."""
+    exact, qty, unit = exact_price(line), line.quantity, _unit(line)
+    if qty != qty.to_integral_value():
+        unit, ratio = units.finer(line.unit, qty) or (unit, 1)
+        qty, exact = qty * ratio, units.exact_decimal(Fraction(exact) / ratio)
+    paise = int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    return {"quantity": int(qty), "unit": unit, "unit_price_paise": paise,
+            "price_exact": None if exact == paise else exact}
 
 
 def as_invoice(reading: Reading, supplier_id: str) -> ExtractedInvoice:
@@ -125,9 +133,7 @@ def as_invoice(reading: Reading, supplier_id: str) -> ExtractedInvoice:
             invoice_no=reading.number or "", supplier_id=supplier_id,
             po_number=reading.po_number,
             lines=[ExtractedLine(line_no=ln.line_no, sku=ln.sku, description=ln.description[:200],
-                                 quantity=int(ln.quantity), unit_price_paise=unit_price_paise(ln),
-                                 unit=_unit(ln), price_exact=_exact_beside(ln),
-                                 **tax_of(reading, ln))
+                                 **_stored(ln), **tax_of(reading, ln))
                    for ln in reading.lines],
         )
     except ValidationError as exc:
