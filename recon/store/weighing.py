@@ -263,6 +263,7 @@ WITH carried AS MATERIALIZED (
            -- the line's tax as its document stated it (a carried line: where the bill came in)
            -- and the rate its PO line was ordered at
            il.tax_rate, il.tax_split, il.cess_paise AS line_cess, il.taxable_paise AS line_taxable,
+           il.billed_as,  -- the document's own quantity and unit, when step 3 restated them
            po.tax_rate AS expected_rate,
            @PRICE@ <> @PO_PRICE@ AND NOT @PRICE_TOLERATED@ AS price_flagged
     FROM comparisons c
@@ -302,7 +303,8 @@ WITH carried AS MATERIALIZED (
                                                || ' not call for them)' ELSE '' END
                              ELSE '' END
                 END
-             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '') AS detail,
+             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '')
+             || coalesce(' (billed as ' || billed_as || ')', '') AS detail,
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
            -- the tax of an over-billing: on its taxable excess, at the invoice line's rate
            (invoiced_qty - received_qty)::numeric * @PRICE@ AS base, tax_rate AS rate
@@ -312,7 +314,8 @@ WITH carried AS MATERIALIZED (
            round((@PRICE@ - @PO_PRICE@) * received_qty),
            'billed ' || @PRICE@ || ' paise per ' || sku
              || ', PO price ' || @PO_PRICE@
-             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, ''),
+             || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '')
+             || coalesce(' (billed as ' || billed_as || ')', ''),
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
            (@PRICE@ - @PO_PRICE@) * received_qty, tax_rate
     FROM c WHERE price_flagged

@@ -58,7 +58,7 @@ async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parke
     s = Suppliers(warehouse)
     await s.create(pool, day, warehouse)
     tag = warehouse.upper()
-    po = {k: f"PO-{tag}-U{k}" for k in range(1, 6)}
+    po = {k: f"PO-{tag}-U{k}" for k in range(1, 7)}
     await _load(stack, "orders", tmp_path / "orders.csv",
                 "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,"
                 "unit_price,unit\n"
@@ -66,11 +66,13 @@ async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parke
                 f"{po[2]},{s.c},{warehouse},{day},SKU-1,Pens,24,10.00,H87\n"
                 f"{po[3]},{s.c},{warehouse},{day},SKU-1,Pens,24,10.00,\n"
                 f"{po[4]},{s.c},{warehouse},{day},SKU-2,Ink,10,50.00,NOS\n"
-                f"{po[5]},{s.a},{warehouse},{day},SKU-3,Saffron,2500,0.40,GMS\n")
+                f"{po[5]},{s.a},{warehouse},{day},SKU-3,Saffron,2500,0.40,GMS\n"
+                f"{po[6]},{s.c},{warehouse},{day},SKU-1,Pens,24,10.00,PCE\n")
     await _load(stack, "conversions", tmp_path / "unit_conversions.csv",
                 f"supplier_id,sku,unit,per,base_unit\n{s.c},SKU-1,BX,12,PCE\n")
     await _receive(pool, warehouse, day, *((po[k], "SKU-1", 24) for k in (1, 2, 3)),
-                   (po[4], "SKU-2", 10), (po[5], "SKU-3", 2_500))
+                   (po[4], "SKU-2", 10), (po[5], "SKU-3", 2_500),
+                   (po[6], "SKU-1", 24))
     folder = tmp_path / "inbox"
     folder.mkdir()
     # 2 dozen at ₹120 a dozen: the PO's 24 pieces at ₹10, in the GST UQC, UBL and a C's box of 12
@@ -88,6 +90,10 @@ async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parke
         f"W-{tag}", s.a, day, po[5],
         DocumentLine("SKU-3", "Saffron", Decimal("2.5"), 40_000, "KGS", Decimal("400.00"))),
         PartyIds(gstin=s.gstin, name="A Ltd")))
+    # 2 dozen at ₹126: ₹10.50 a piece, over the PO's ₹10 (the claim says how it was billed)
+    (folder / "dear.xml").write_text(ubl_writer.write(_one(
+        f"D-{tag}", s.c, day, po[6], DocumentLine("SKU-1", "Pens", 2, 12_600, unit="DZN")),
+        PartyIds(name="C")))
     # a case of ink: C never said how many a case holds
     (folder / "case.xml").write_text(ubl_writer.write(_one(
         f"K-{tag}", s.c, day, po[4], DocumentLine("SKU-2", "Ink", 1, 50_000, unit="CS")),
@@ -96,12 +102,17 @@ async def test_lines_billed_in_another_unit_are_restated_in_the_po_unit_or_parke
     assert done.returncode == 0, done.stderr
 
     run = await _night(pool, client, queue, day, warehouse)
-    assert await pool.fetch("SELECT * FROM ledger_entries WHERE workflow_id = $1", run) == [], \
-        "the same goods at the same money: nothing to claim"
+    claims = await pool.fetch("SELECT invoice_no, kind, detail, taxable_paise FROM mismatches"
+                              " WHERE workflow_id = $1", run)
+    assert [(c["invoice_no"], c["kind"], c["taxable_paise"], c["detail"]) for c in claims] == [
+        (f"{s.c}:D-{tag}", "price", 24 * 50,
+         "billed 1050 paise per SKU-1, PO price 1000 (billed as 2 DZN at 12600 paise)")], \
+        "the same goods at the same money: nothing to claim; 2 DZN at ₹126 is 24 at ₹10.50"
     stock = {(r["invoice_no"], r["sku"], r["qty"]) for r in await pool.fetch(
         "SELECT invoice_no, sku, qty FROM stock_movements WHERE workflow_id = $1", run)}
     assert stock == {(f"{s.a}:G-{tag}", "SKU-1", 24), (f"{s.c}:U-{tag}", "SKU-1", 24),
-                     (f"{s.c}:C-{tag}", "SKU-1", 24), (f"{s.a}:W-{tag}", "SKU-3", 2_500)}, \
+                     (f"{s.c}:C-{tag}", "SKU-1", 24), (f"{s.a}:W-{tag}", "SKU-3", 2_500),
+                     (f"{s.c}:D-{tag}", "SKU-1", 24)}, \
         "booked in the PO's unit"
     billed = {r["invoice_no"]: (r["qty"], r["unit"], r["unit_price_paise"], r["billed_as"])
               for r in await pool.fetch("SELECT * FROM invoice_lines WHERE workflow_id = $1", run)}
