@@ -37,6 +37,8 @@ SYNONYMS: Mapping[str, str] = {
     # the supplier's packing: how many one holds is master data
     "BX": "BX", "BOX": "BX", "CS": "CS", "CT": "CT", "CTN": "CT", "PK": "PK", "PAC": "PK",
     "BG": "BG", "BAG": "BG",
+    # Rec 21 package types as Rec 20 writes them (X + code): a piece, a box, a carton...
+    "XPP": PIECE, "XBX": "BX", "XCT": "CT", "XCS": "CS", "XPK": "PK", "XBG": "BG",
 }
 
 # Conversions that are facts: one of the first unit is `per` of the second.

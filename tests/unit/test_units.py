@@ -22,7 +22,7 @@ from recon.domain.money import rupees
 @pytest.mark.parametrize("code, canonical", [
     ("PCE", "C62"), ("h87", "C62"), ("PCS", "C62"), ("NOS", "C62"), (" C62 ", "C62"),
     ("DOZ", "DZN"), ("DZN", "DZN"), ("KGS", "KGM"), ("CTN", "CT"), ("BOX", "BX"), ("BAG", "BG"),
-    ("LTR", "LTR"), ("XYZ", "XYZ")])
+    ("XPP", "C62"), ("XBX", "BX"), ("LTR", "LTR"), ("XYZ", "XYZ")])
 def test_synonyms_read_to_one_code(code: str, canonical: str) -> None:
     assert units.canonical(code) == canonical
 
