@@ -13,6 +13,8 @@ from temporalio.client import Client
 
 from activities import fences
 from recon.documents.extraction.answer import Extractor
+from recon.ledger import outside_ledger
+from recon.ledger.port import OutsideLedger
 from recon.runtime.config import Settings
 from recon.store.fences import Fence
 
@@ -36,6 +38,14 @@ class Room:
         self.extractor = resources.extractor
         self.settings = resources.settings
         self.client = resources.client
+        self._outside: list[OutsideLedger | None] = []
+
+    @property
+    def outside(self) -> OutsideLedger | None:
+        """The outside ledger RECON_LEDGER names (None: the built-in one only), made once."""
+        if not self._outside:
+            self._outside.append(outside_ledger(self.settings))
+        return self._outside[0]
 
     @property
     def outage_window_seconds(self) -> float:

@@ -208,6 +208,27 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "seconds a signed decision stays fresh", low=0, above=True, high=86_400,
                 high_words="1 to 86400 seconds"),
     )),
+    ("Outside ledger (docs/ledger.md)", (
+        Setting("RECON_LEDGER", "ledger", TEXT, "builtin",
+                "where step 7's adjustments are posted besides recon's own `ledger_entries`: "
+                "`builtin` (only there), `tryton` (a Tryton server, JSON-RPC) or `http` (a ledger "
+                "API that enforces an `Idempotency-Key`)"),
+        Setting("RECON_LEDGER_URL", "ledger_url", OPTIONAL, None,
+                "the outside ledger: Tryton's `http://host:8000/DATABASE`, or the key-enforcing "
+                "API's base URL (entries are POSTed to `{url}/entries`)"),
+        Setting("RECON_LEDGER_USER", "ledger_user", TEXT, "admin", "the Tryton user recon logs in as"),
+        Setting("RECON_LEDGER_SECRET", "ledger_secret", OPTIONAL, None,
+                "that user's password (Tryton) or the API's bearer token (http); better in a file",
+                secret=True),
+        Setting("RECON_LEDGER_SECRET_FILE", "ledger_secret_file", OPTIONAL, None,
+                "a file holding that secret on one line; wins over `RECON_LEDGER_SECRET`"),
+        Setting("RECON_LEDGER_PAYABLE", "ledger_payable", TEXT, "AP",
+                "code of the Tryton account of supplier payables (one line of every move)"),
+        Setting("RECON_LEDGER_VARIANCE", "ledger_variance", TEXT, "PPV",
+                "code of the Tryton account of purchase price variance (the other line)"),
+        Setting("RECON_LEDGER_JOURNAL", "ledger_journal", TEXT, "EXP",
+                "code of the Tryton journal the moves are made in"),
+    )),
     ("Tests, the demo and `recon chaos` only", (
         Setting("RECON_FAILPOINTS", "failpoints", TEXT, "",
                 "make the worker fail (or hold) at an exact spot (from the environment only, by "

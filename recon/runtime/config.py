@@ -156,6 +156,16 @@ def _url_password(url: object) -> str | None:
         return None
 
 
+def _file_secret(path: object) -> str | None:
+    """The secret a one-line file holds (the outside ledger's password or token)."""
+    if not isinstance(path, str):
+        return None
+    try:
+        return Path(path).expanduser().read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _pem_body(path: object) -> list[str]:
     """The base64 of a key file (an approver's private key): its lines and the whole."""
     if not isinstance(path, str):
@@ -180,7 +190,8 @@ def remember_secrets(settings: Settings, read: dict[str, object] | None = None) 
     raw_keys = str(read.get("RECON_PAYLOAD_KEYS") or "")
     keys += [entry.partition(":")[2].strip() for entry in raw_keys.split(",") if ":" in entry]
     remember(
-        settings.openai_api_key, settings.codec_token,
+        settings.openai_api_key, settings.codec_token, settings.ledger_secret,
+        _file_secret(settings.ledger_secret_file),
         _url_password(settings.database_url), _url_password(settings.smtp_url),
         *keys, *_pem_body(read.get("RECON_APPROVER_KEY")),
     )

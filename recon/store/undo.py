@@ -148,3 +148,13 @@ async def supplier_in_night(conn: asyncpg.Pool | asyncpg.Connection, run: str,
         " UNION ALL SELECT 1 FROM comparisons WHERE workflow_id = $1 AND supplier_id = $2",
         run, supplier_id,
     ))
+
+
+async def reversal_keys(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -> list[str]:
+    """The keys of every reversal on record of the scope's originals (a retried undo's too)."""
+    rows = await conn.fetch(
+        "SELECT r.reference FROM ledger_entries r JOIN ledger_entries o ON o.reference = r.reverses"
+        " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
+        " AND ($3::text[] IS NULL OR o.reference = ANY($3)) ORDER BY r.reference",
+        *scope.params())
+    return [r["reference"] for r in rows]

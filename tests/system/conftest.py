@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import Stack, clean_environment
+from tests.tryton import TrytonServer, build_template
 
 
 @pytest.fixture(autouse=True)
@@ -15,3 +19,20 @@ def _settings_env(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
                                                           "RECON_HOME", "RECON_PAYLOAD_KEYS",
                                                           "RECON_APPROVER_KEY")
                                       if k in env})
+
+
+@pytest.fixture(scope="session")
+def tryton_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One Tryton database per session (company, chart, fiscal year 2026): slow to make."""
+    return build_template(tmp_path_factory.mktemp("tryton") / "template")
+
+
+@pytest.fixture
+def tryton(tryton_template: Path, tmp_path: Path) -> Iterator[TrytonServer]:
+    """A running Tryton server on a copy of the template database, for one test."""
+    server = TrytonServer.copy_of(tryton_template, tmp_path / "tryton")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,112 @@
+"""Step 7 and the undo, toward an outside ledger (recon/ledger/): after the built-in insert, each
+entry owed to the other system is pushed there one at a time, check-then-post, inside a
+transaction that holds the run's fence (FOR SHARE on the fence row, as every ledger write does):
+a newer attempt taking the fence waits for the entry in flight to be recorded, and a stale attempt
+woken later finds its token stale and sends nothing.
+
+A crashed attempt cannot see whether its last call landed, so for a ledger that only lets you look
+up (Tryton) every entry is looked up by its key first; a ledger that enforces a key answers a
+repeat with its first answer. What the ledger refuses is recorded as `failed` with its words (the
+entry stays owed, nothing is lost) and the step hands over naming them.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import asyncpg
+
+from recon.domain.errors import VerificationFailed
+from recon.domain.keys import night_of
+from recon.domain.money import rupees
+from recon.ledger.port import Entry, LedgerDisagrees, LedgerRefused, OutsideLedger
+from recon.runtime import failpoints
+from recon.store import ledger_postings as postings
+from recon.store.fences import Fence
+
+
+def _business_date(workflow_id: str, posted_on: date) -> date:
+    night = night_of(workflow_id)
+    return date.fromisoformat(night[0]) if night else posted_on
+
+
+def _entry(workflow_id: str, row: asyncpg.Record) -> Entry:
+    return Entry(key=row["reference"], amount_paise=row["amount_paise"],
+                 supplier_id=row["supplier_id"], invoice_no=row["invoice_no"],
+                 line_no=row["line_no"], memo=row["memo"] or "",
+                 business_date=_business_date(workflow_id, row["posted_on"]),
+                 reverses=row["reverses"])
+
+
+def _disagreement(ledger: OutsideLedger, entry: Entry, found) -> LedgerDisagrees:
+    held = ", ".join(f"{f.outside_id} with {rupees(f.amount_paise)}" for f in found)
+    return LedgerDisagrees(
+        f"{ledger.name} holds key {entry.key} as {held}; recon's entry {entry.key} is "
+        f"{rupees(entry.amount_paise)} ({entry.invoice_no} line {entry.line_no}, "
+        f"{entry.supplier_id}): a key reused with another amount is a bug, nothing more is posted")
+
+
+async def push(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence, workflow_id: str,
+               supplier_id: str | None, *, reversals: bool, step: str) -> int:
+    """Push what is owed; returns how many entries this attempt sent (not found there first)."""
+    sent = 0
+    rows = await postings.pending(conn, workflow_id, supplier_id, reversals)
+    for n, row in enumerate(rows, 1):
+        entry = _entry(workflow_id, row)
+        failpoints.hit(f"{step}_outside", n)
+        try:
+            async with conn.transaction():
+                await fence.check(conn)  # FOR SHARE: held until this entry is recorded
+                if not await postings.still_pending(conn, entry.key):
+                    continue
+                found = (await ledger.find([entry.key]))[entry.key] if ledger.looks_up else []
+                if len(found) > 1 or (found and found[0].amount_paise != entry.amount_paise):
+                    raise _disagreement(ledger, entry, found)
+                if found:
+                    outside_id = found[0].outside_id
+                elif entry.reverses:
+                    outside_id = await ledger.cancel(entry, row["original_id"])
+                    sent += 1
+                else:
+                    outside_id = await ledger.post(entry)
+                    sent += 1
+                failpoints.hit(f"{step}_landed", n)  # in the ledger, not yet recorded here
+                await postings.mark(conn, entry.key, postings.POSTED, outside_id)
+        except (LedgerRefused, LedgerDisagrees) as exc:
+            await postings.mark(conn, entry.key, postings.FAILED, words=str(exc))
+            raise
+    return sent
+
+
+async def verify_outside(conn: asyncpg.Connection, ledger: OutsideLedger, workflow_id: str,
+                         supplier_id: str | None) -> int:
+    """Step 7's closing check, asked of the outside ledger: every live entry's key is there
+    exactly once, with the same amount. A key held with another amount is a disagreement (a
+    handover naming both); a missing or doubled one fails the check."""
+    rows = await postings.to_verify(conn, workflow_id, supplier_id)
+    if not ledger.looks_up:
+        return len(rows)  # a key-enforcing ledger answered every post with its stored answer
+    missing, doubled, verified = [], [], []
+    for start in range(0, len(rows), 500):
+        chunk = rows[start:start + 500]
+        held = await ledger.find([r["reference"] for r in chunk])
+        for row in chunk:
+            found = held[row["reference"]]
+            if any(f.amount_paise != row["amount_paise"] for f in found):
+                wrong = [f for f in found if f.amount_paise != row["amount_paise"]]
+                held_words = ", ".join(f"{f.outside_id} with {rupees(f.amount_paise)}" for f in wrong)
+                raise LedgerDisagrees(
+                    f"{ledger.name} holds key {row['reference']} as {held_words}; recon's entry is "
+                    f"{rupees(row['amount_paise'])}: the ledger's check fails, a person must look")
+            if not found:
+                missing.append(row["reference"])
+            elif len(found) > 1:
+                doubled.append(row["reference"])
+            else:
+                verified.append(row["reference"])
+    if missing or doubled:
+        raise VerificationFailed(
+            f"{ledger.name} check for {workflow_id}: {len(missing)} missing, {len(doubled)} posted "
+            f"twice, of {len(rows)} expected (first: {(missing + doubled)[0]})")
+    await postings.mark_verified(conn, verified)
+    return len(rows)

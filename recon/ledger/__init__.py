@@ -1,0 +1,46 @@
+"""The ledger port: where step 7's adjustments end up besides recon's own `ledger_entries`.
+
+`ledger_entries` stays recon's record of what must be posted (keyed as ever); an outside ledger
+is another system, reached after the built-in insert, entry by entry, under the run's fence
+(activities/outside_ledger.py), with each entry's state there kept in `ledger_postings`
+(recon/store/ledger_postings.py): the outbox pattern of the mail, applied to the books.
+
+Two kinds of outside ledger, the two the field presents:
+- one that only lets you look entries up (Tryton, most on-premise ERPs): `looks_up` is True and
+  recon checks by key, then posts, only while it holds the fence;
+- one that enforces a key (`Idempotency-Key`, QuickBooks' `requestid`): a repeat is harmless, a
+  repeat with another body is refused by the ledger and recon stops on it.
+
+The built-in ledger (the default, and the demo's) has no outside ledger at all: `outside_ledger`
+returns None and step 7 is what it always was.
+"""
+
+from __future__ import annotations
+
+from recon.ledger.port import (
+    KINDS,
+    LedgerSettingsRefused,
+    OutsideLedger,
+    read_secret,
+)
+
+
+def outside_ledger(settings) -> OutsideLedger | None:
+    """The outside ledger the settings name, or None for the built-in one."""
+    kind = settings.ledger
+    if kind not in KINDS:
+        raise LedgerSettingsRefused(f"RECON_LEDGER must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind == "builtin":
+        return None
+    if not settings.ledger_url:
+        raise LedgerSettingsRefused(f"RECON_LEDGER={kind} needs RECON_LEDGER_URL")
+    secret = read_secret(settings.ledger_secret, settings.ledger_secret_file)
+    if kind == "tryton":
+        from recon.ledger.tryton import TrytonLedger
+
+        return TrytonLedger(settings.ledger_url, settings.ledger_user, secret or "",
+                            payable=settings.ledger_payable, variance=settings.ledger_variance,
+                            journal=settings.ledger_journal)
+    from recon.ledger.keyed_http import KeyedHttpLedger
+
+    return KeyedHttpLedger(settings.ledger_url, secret)

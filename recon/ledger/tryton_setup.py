@@ -1,0 +1,104 @@
+"""`recon ledger init`'s work, in its own process: a Tryton database made from nothing.
+
+A company (₹), the minimal chart of accounts, calendar fiscal years with monthly periods, and the
+two accounts step 7 posts on: the supplier payable (code `AP`) and a purchase price variance
+account (code `PPV`), in the `EXP` journal the account module ships. trytond's configuration is
+global to a process, so this runs as `python -m recon.ledger.tryton_setup DIR [YEARS...]` (SQLite
+in DIR), never inside a worker; what it made is printed, one line each.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+DATABASE = "recon"
+ADMIN = "admin"
+PAYABLE_CODE = "AP"
+VARIANCE_CODE = "PPV"
+JOURNAL_CODE = "EXP"
+
+
+def write_config(directory: Path, port: int = 8000) -> Path:
+    """The trytond configuration of a dev/test server: SQLite files in `directory`, loopback."""
+    directory.mkdir(parents=True, exist_ok=True)
+    conf = directory / "trytond.conf"
+    conf.write_text(
+        "[database]\nuri = sqlite://\npath = " + str(directory) + "\n\n"
+        "[web]\nlisten = 127.0.0.1:" + str(port) + "\n\n"
+        "[session]\nmax_age = 2592000\ntimeout = 2592000\n"
+    )
+    return conf
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+def create_database(directory: Path, password: str, years: list[int]) -> list[str]:
+    """Run trytond-admin then fill the company in; returns the lines of what it made."""
+    conf = write_config(directory)
+    (directory / f"{DATABASE}.sqlite").touch()
+    secret = directory / "admin-password"
+    fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(password)
+    env = {**os.environ, "TRYTONPASSFILE": str(secret)}
+    subprocess.run([_bin("trytond-admin"), "-c", str(conf), "-d", DATABASE, "--all", "-u",
+                    "account", "--activate-dependencies", "--email", "admin@localhost"],
+                   check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return _fill(conf, years)
+
+
+def _fill(conf: Path, years: list[int]) -> list[str]:
+    import datetime
+
+    from proteus import Model, config
+    from trytond.modules.account.tests.tools import create_chart, create_fiscalyear, get_accounts
+    from trytond.modules.company.tests.tools import create_company
+
+    config.set_trytond(database=DATABASE, config_file=str(conf))
+    create_company(currency="INR")
+    create_chart()
+    accounts = get_accounts()
+    payable, expense = accounts["payable"], accounts["expense"]
+    payable.code = PAYABLE_CODE
+    payable.save()
+    Account = Model.get("account.account")
+    variance = Account(name="Purchase Price Variance", code=VARIANCE_CODE, type=expense.type,
+                       parent=expense.parent)
+    variance.save()
+    made = []
+    for year in years:
+        fiscalyear = create_fiscalyear(today=(datetime.date(year, 1, 1), datetime.date(year, 12, 31)))
+        fiscalyear.save()
+        fiscalyear.click("create_period")
+        made.append(f"fiscal year {year}: 12 monthly periods, open")
+    Journal = Model.get("account.journal")
+    journal, = Journal.find([("code", "=", JOURNAL_CODE)])
+    return [
+        f"database {DATABASE} (SQLite, {conf.parent}), user {ADMIN} (password in "
+        f"{conf.parent / 'admin-password'})",
+        "company: Dunder Mifflin, currency INR",
+        f"accounts: {PAYABLE_CODE} = {payable.name} (supplier payable), "
+        f"{VARIANCE_CODE} = {variance.name}",
+        f"journal: {journal.code} ({journal.name})",
+        *made,
+    ]
+
+
+def main(argv: list[str]) -> int:
+    directory = Path(argv[0]).resolve()
+    years = [int(y) for y in argv[1:]]
+    # the admin's password: the one given, else a fresh one; either way only in its file
+    password = os.environ.get("RECON_LEDGER_SECRET") or secrets.token_urlsafe(18)
+    for line in create_database(directory, password, years):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,188 @@
+"""Step 7 on a real Tryton (tests/tryton.py): each adjustment one `account.move` there, exactly
+once, through crashes, restarts, undo and redo; what Tryton refuses hands over in its words."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import replace
+
+import asyncpg
+import pytest
+from temporalio.client import Client, WorkflowFailureError
+
+from recon.tools.seed import seed_night
+from tests.helpers import inprocess_worker, recon_cli, settings_for, start
+from tests.tryton import TrytonServer
+
+pytestmark = pytest.mark.slow
+
+
+def _tryton_settings(queue: str, tryton: TrytonServer, **changes):
+    env = tryton.env()
+    return settings_for(queue, ledger="tryton", ledger_url=env["RECON_LEDGER_URL"],
+                        ledger_secret_file=env["RECON_LEDGER_SECRET_FILE"], **changes)
+
+
+async def _live_entries(pool: asyncpg.Pool, wf: str) -> dict[str, int]:
+    return {r["reference"]: r["amount_paise"] for r in await pool.fetch(
+        "SELECT reference, amount_paise FROM live_ledger_entries WHERE workflow_id = $1", wf)}
+
+
+def _by_key(tryton: TrytonServer) -> dict[str, list[int]]:
+    held: dict[str, list[int]] = {}
+    for move in tryton.moves():
+        held.setdefault(move["description"], []).append(move["paise"])
+    return held
+
+
+async def test_seed_night_killed_at_entry_24_leaves_40_moves_once(
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, tryton: TrytonServer
+) -> None:
+    """The seed's story on Tryton: the worker dies after Tryton took move 24 and before recon
+    wrote that down; the next worker looks the key up, finds it, and posts only the rest."""
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=312, mismatches=40)
+    doomed = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments_landed:24:first",
+                          **tryton.env())
+    handle = await start(client, settings_for(queue), day, warehouse)
+    assert await doomed.wait_exit(90) == 137
+    assert len(tryton.moves()) == 24, "the crash must land after Tryton took move 24"
+    spawn_worker(queue, **tryton.env())
+    await asyncio.wait_for(handle.result(), 120)
+
+    entries = await _live_entries(pool, handle.id)
+    held = _by_key(tryton)
+    assert len(entries) == 40 and len(tryton.moves()) == 40
+    assert held == {key: [paise] for key, paise in entries.items()}
+    assert all(m["state"] == "posted" for m in tryton.moves())
+    states = await pool.fetch("SELECT state, outside_id FROM ledger_postings WHERE workflow_id = $1",
+                              handle.id)
+    assert len(states) == 40 and {s["state"] for s in states} == {"verified"}
+    assert sorted(int(s["outside_id"]) for s in states) == sorted(m["id"] for m in tryton.moves())
+
+
+async def test_a_frozen_worker_woken_after_the_fence_moved_posts_nothing(
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, tryton: TrytonServer
+) -> None:
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=60, mismatches=10)
+    frozen = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments_outside:4:stop",
+                          **tryton.env())
+    handle = await start(client, replace(settings_for(queue)), day, warehouse)
+    await _wait(lambda: len(tryton.moves()) == 3, 90, "three moves, then the freeze")
+    await _wait(lambda: "SIGSTOP" in frozen.output() or "freez" in frozen.output().lower(), 30,
+                "the worker to freeze")
+    spawn_worker(queue, **tryton.env())  # the heartbeat timeout hands step 7 to this one
+    await asyncio.wait_for(handle.result(), 180)
+    assert len(tryton.moves()) == 10
+    frozen.thaw()  # the stale attempt wakes with a stale token: it must post nothing
+    await asyncio.sleep(5)
+    assert len(tryton.moves()) == 10
+    assert all(len(v) == 1 for v in _by_key(tryton).values())
+
+
+async def _wait(predicate, timeout: float, what: str) -> None:
+    for _ in range(int(timeout * 5)):
+        if predicate():
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_a_tryton_restart_during_step_7_is_ridden_out(
+    pool: asyncpg.Pool, client: Client, night, tryton: TrytonServer
+) -> None:
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=60, mismatches=12)
+    settings = _tryton_settings(queue, tryton)
+    tryton.stop()  # down as step 7 begins: the outage is retried, not handed over
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        await _wait_for_row(pool, handle.id)
+        await asyncio.sleep(3)
+        tryton.start()
+        await asyncio.wait_for(handle.result(), 180)
+    entries = await _live_entries(pool, handle.id)
+    assert _by_key(tryton) == {key: [paise] for key, paise in entries.items()}
+
+
+async def _wait_for_row(pool: asyncpg.Pool, wf: str) -> None:
+    for _ in range(600):
+        if await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1", wf):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError("step 7 never queued an entry for Tryton")
+
+
+async def test_supplier_undo_cancels_each_move_once_and_redo_posts_them_again_once(
+    pool: asyncpg.Pool, client: Client, night, stack, tryton: TrytonServer
+) -> None:
+    day, warehouse, queue = night
+    seeded = await seed_night(pool, day, warehouse, invoices=120, mismatches=24)
+    settings = _tryton_settings(queue, tryton)
+    env = {**stack.env(RECON_TASK_QUEUE=queue), **tryton.env()}
+    supplier, count = Counter(a.supplier_id for a in seeded.adjustments).most_common(1)[0]
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        await handle.result()
+        first = await _live_entries(pool, handle.id)
+        assert len(tryton.moves()) == 24
+        for _ in range(2):  # the same undo twice: cancelled once
+            undone = await asyncio.to_thread(recon_cli, env, "undo", handle.id, "--supplier",
+                                             supplier, "--reason", "wrong PO", "--by", "asha",
+                                             timeout=120)
+            assert undone.returncode == 0, undone.stderr
+        cancels = [m for m in tryton.moves() if m["description"].startswith("undo:")]
+        assert len(cancels) == count
+        originals = {m["id"]: m for m in tryton.moves()}
+        for cancel in cancels:
+            original = originals[int(cancel["origin"].split(",")[1])]
+            assert cancel["description"] == f"undo:{original['description']}"
+            assert cancel["paise"] == -original["paise"]
+        redone = await asyncio.to_thread(recon_cli, env, "redo", handle.id, "--supplier", supplier,
+                                         "--by", "asha", timeout=120)
+        assert redone.returncode == 0, redone.stderr
+    again = await _live_entries(pool, handle.id)
+    held = _by_key(tryton)
+    assert len(tryton.moves()) == 24 + 2 * count
+    assert all(held[key] == [paise] for key, paise in again.items())
+    assert sum(len(v) for k, v in held.items() if k in first) == 24
+
+
+async def test_a_closed_period_hands_over_with_trytons_words_and_loses_nothing(
+    pool: asyncpg.Pool, client: Client, night, tryton: TrytonServer
+) -> None:
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
+    tryton.stop()
+    tryton.set_period_state("closed")
+    tryton.start()
+    settings = _tryton_settings(queue, tryton)
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        words = await _handover_words(pool, handle)
+    assert "Tryton refused" in words and "period" in words.lower(), words
+    assert tryton.moves() == []
+    failed = await pool.fetch("SELECT words FROM ledger_postings WHERE workflow_id = $1"
+                              " AND state = 'failed'", handle.id)
+    assert len(failed) == 1 and "period" in failed[0]["words"].lower()
+    assert await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1"
+                               " AND state IN ('waiting', 'failed')", handle.id) == 5
+
+
+async def _handover_words(pool: asyncpg.Pool, handle) -> str:
+    """The run stops and hands over: the note (or the failure) carries the ledger's words."""
+    for _ in range(600):
+        text = await pool.fetchval(
+            "SELECT string_agg(body, ' ') FROM outbox WHERE workflow_id = $1 AND kind = 'handover'",
+            handle.id)
+        if text:
+            return text
+        desc = await handle.describe()
+        if desc.status.name in ("FAILED", "TERMINATED"):
+            with pytest.raises(WorkflowFailureError) as failure:
+                await handle.result()
+            return str(failure.value.cause)
+        await asyncio.sleep(0.2)
+    raise AssertionError("no handover")
