@@ -85,7 +85,16 @@ async def verify_outside(conn: asyncpg.Connection, ledger: OutsideLedger, workfl
     handover naming both); a missing or doubled one fails the check."""
     rows = await postings.to_verify(conn, workflow_id, supplier_id)
     if not ledger.looks_up:
-        return len(rows)  # a key-enforcing ledger answered every post with its stored answer
+        # A key-enforcing ledger is asked by posting again: the same key and body are answered
+        # with the first response (its id), another body with 422.
+        for row in rows:
+            answered = await ledger.post(_entry(workflow_id, row))
+            if answered != row["outside_id"]:
+                raise VerificationFailed(
+                    f"{ledger.name} answered key {row['reference']} with id {answered}, recon "
+                    f"recorded {row['outside_id']}")
+        await postings.mark_verified(conn, [r["reference"] for r in rows])
+        return len(rows)
     missing, doubled, verified = [], [], []
     for start in range(0, len(rows), 500):
         chunk = rows[start:start + 500]

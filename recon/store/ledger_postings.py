@@ -79,7 +79,8 @@ async def mark(conn: asyncpg.Connection, reference: str, state: str, outside_id:
 
 
 _TO_VERIFY = """
-SELECT p.reference, p.outside_id, l.amount_paise
+SELECT p.reference, p.outside_id, l.amount_paise, l.supplier_id, l.invoice_no, l.line_no, l.memo,
+       l.reverses, l.posted_at::date AS posted_on
 FROM ledger_postings p JOIN live_ledger_entries l ON l.reference = p.reference
 WHERE p.workflow_id = $1 AND ($2::text IS NULL OR l.supplier_id = $2)
 ORDER BY p.reference

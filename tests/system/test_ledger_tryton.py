@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import asyncpg
 import pytest
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client
 
 from recon.tools.seed import seed_night
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
@@ -150,8 +150,11 @@ async def test_supplier_undo_cancels_each_move_once_and_redo_posts_them_again_on
 
 
 async def test_a_closed_period_hands_over_with_trytons_words_and_loses_nothing(
-    pool: asyncpg.Pool, client: Client, night, tryton: TrytonServer
+    pool: asyncpg.Pool, client: Client, night, stack, tryton: TrytonServer
 ) -> None:
+    """The accountant closed the period: Tryton refuses the move in its own words, the run hands
+    over naming them, the entries stay owed; once the period is open again, a person's retry
+    posts each of them once."""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=40, mismatches=5)
     tryton.stop()
@@ -160,28 +163,34 @@ async def test_a_closed_period_hands_over_with_trytons_words_and_loses_nothing(
     settings = _tryton_settings(queue, tryton)
     async with inprocess_worker(settings):
         handle = await start(client, settings, day, warehouse)
-        words = await _handover_words(pool, handle)
-    assert "Tryton refused" in words and "period" in words.lower(), words
-    assert tryton.moves() == []
-    failed = await pool.fetch("SELECT words FROM ledger_postings WHERE workflow_id = $1"
-                              " AND state = 'failed'", handle.id)
-    assert len(failed) == 1 and "period" in failed[0]["words"].lower()
-    assert await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1"
-                               " AND state IN ('waiting', 'failed')", handle.id) == 5
+        note = await _handover(pool, handle.id)
+        assert note["step"] == "post_adjustments" and note["attempts"] == 1
+        assert "Tryton refused" in note["error_message"], note["error_message"]
+        assert "period" in note["error_message"].lower(), note["error_message"]
+        assert tryton.moves() == []
+        failed = await pool.fetch("SELECT words FROM ledger_postings WHERE workflow_id = $1"
+                                  " AND state = 'failed'", handle.id)
+        assert len(failed) == 1 and failed[0]["words"] == note["error_message"]
+        assert await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1"
+                                   " AND state IN ('waiting', 'failed')", handle.id) == 5
+
+        tryton.stop()
+        tryton.set_period_state("open")
+        tryton.start()
+        approved = await asyncio.to_thread(
+            recon_cli, stack.env(), "approve", handle.id, "--handover", "1", "--decision", "retry",
+            "--by", "asha", "--note", "period reopened")
+        assert approved.returncode == 0, approved.stderr
+        await asyncio.wait_for(handle.result(), 120)
+    entries = await _live_entries(pool, handle.id)
+    assert _by_key(tryton) == {key: [paise] for key, paise in entries.items()}
+    assert len(entries) == 5
 
 
-async def _handover_words(pool: asyncpg.Pool, handle) -> str:
-    """The run stops and hands over: the note (or the failure) carries the ledger's words."""
+async def _handover(pool: asyncpg.Pool, wf: str) -> asyncpg.Record:
     for _ in range(600):
-        text = await pool.fetchval(
-            "SELECT string_agg(body, ' ') FROM outbox WHERE workflow_id = $1 AND kind = 'handover'",
-            handle.id)
-        if text:
-            return text
-        desc = await handle.describe()
-        if desc.status.name in ("FAILED", "TERMINATED"):
-            with pytest.raises(WorkflowFailureError) as failure:
-                await handle.result()
-            return str(failure.value.cause)
+        note = await pool.fetchrow("SELECT * FROM handovers WHERE workflow_id = $1", wf)
+        if note:
+            return note
         await asyncio.sleep(0.2)
     raise AssertionError("no handover")
