@@ -13,7 +13,20 @@ import sys
 
 import typer
 
-from recon.cli import approvers, codec, data, decisions, load, mail, redo, runs, schedules, stack, undo
+from recon.cli import (
+    approvers,
+    codec,
+    data,
+    decisions,
+    ledger,
+    load,
+    mail,
+    redo,
+    runs,
+    schedules,
+    stack,
+    undo,
+)
 from recon.cli.common import err, one_line
 
 app = typer.Typer(
@@ -43,6 +56,7 @@ app.command()(undo.undo)
 app.command()(stack.chaos)
 app.command("codec-server")(codec.codec_server)
 app.add_typer(schedules.app, name="schedule")
+app.add_typer(ledger.app, name="ledger")
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,25 +23,28 @@ VARIANCE_CODE = "PPV"
 JOURNAL_CODE = "EXP"
 
 
-def write_config(directory: Path, port: int = 8000) -> Path:
-    """The trytond configuration of a dev/test server: SQLite files in `directory`, loopback."""
+def write_config(directory: Path, port: int = 8000, host: str = "127.0.0.1") -> Path:
+    """The trytond configuration of a dev/test server: SQLite files in `directory`, loopback
+    (a container listens on 0.0.0.0 and is published on the host's loopback)."""
     directory.mkdir(parents=True, exist_ok=True)
     conf = directory / "trytond.conf"
     conf.write_text(
         "[database]\nuri = sqlite://\npath = " + str(directory) + "\n\n"
-        "[web]\nlisten = 127.0.0.1:" + str(port) + "\n\n"
+        "[web]\nlisten = " + host + ":" + str(port) + "\n\n"
         "[session]\nmax_age = 2592000\ntimeout = 2592000\n"
     )
     return conf
 
 
 def _bin(name: str) -> str:
-    return str(Path(sys.executable).with_name(name))
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else (shutil.which(name) or name)
 
 
-def create_database(directory: Path, password: str, years: list[int]) -> list[str]:
+def create_database(directory: Path, password: str, years: list[int],
+                    host: str = "127.0.0.1") -> list[str]:
     """Run trytond-admin then fill the company in; returns the lines of what it made."""
-    conf = write_config(directory)
+    conf = write_config(directory, host=host)
     (directory / f"{DATABASE}.sqlite").touch()
     secret = directory / "admin-password"
     fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -55,6 +59,9 @@ def create_database(directory: Path, password: str, years: list[int]) -> list[st
 
 def _fill(conf: Path, years: list[int]) -> list[str]:
     import datetime
+    import logging
+
+    logging.getLogger("trytond").setLevel(logging.WARNING)  # its module loading is not news
 
     from proteus import Model, config
     from trytond.modules.account.tests.tools import create_chart, create_fiscalyear, get_accounts
@@ -91,11 +98,16 @@ def _fill(conf: Path, years: list[int]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    """`DIR [YEAR...] [--any-host]`: --any-host listens on 0.0.0.0 (in a container)."""
+    host = "0.0.0.0" if "--any-host" in argv else "127.0.0.1"
+    argv = [a for a in argv if a != "--any-host"]
     directory = Path(argv[0]).resolve()
-    years = [int(y) for y in argv[1:]]
+    import datetime
+
+    years = [int(y) for y in argv[1:]] or [datetime.date.today().year]
     # the admin's password: the one given, else a fresh one; either way only in its file
     password = os.environ.get("RECON_LEDGER_SECRET") or secrets.token_urlsafe(18)
-    for line in create_database(directory, password, years):
+    for line in create_database(directory, password, years, host):
         print(line)
     return 0
 

@@ -1,0 +1,92 @@
+"""`recon ledger init`: a Tryton to post into, made in one command (docs/ledger.md).
+
+A dev or test Tryton on SQLite: the database (company, chart of accounts, fiscal years with
+monthly periods, the accounts and journal step 7 posts on), its server configuration, and the
+settings a worker needs, printed; `--start` also starts the server and writes those settings to
+`.recon/env`. A production Tryton is not made here: it is named by RECON_LEDGER_URL and a user
+whose password lives in RECON_LEDGER_SECRET_FILE.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from recon.cli.common import console, user_errors
+from recon.domain.errors import Refused
+
+app = typer.Typer(help="An outside ledger to post into (Tryton).", no_args_is_help=True,
+                  add_completion=False)
+
+
+def _server_command(directory: Path) -> list[str]:
+    from recon.ledger.tryton_setup import DATABASE
+
+    return [str(Path(sys.executable).with_name("trytond")), "-c", str(directory / "trytond.conf"),
+            "-d", DATABASE]
+
+
+@app.command("init")
+@user_errors
+def init(
+    directory: Annotated[Path | None, typer.Option(
+        "--dir", help="Where the SQLite database and trytond.conf go (default: .recon/tryton).")] = None,
+    year: Annotated[list[int] | None, typer.Option(
+        "--year", help="A calendar fiscal year to open (repeatable; default: this year and next).")
+    ] = None,
+    port: Annotated[int, typer.Option("--port", help="The port trytond listens on.")] = 8000,
+    start: Annotated[bool, typer.Option(
+        "--start", help="Start trytond now and write the RECON_LEDGER settings to .recon/env.")] = False,
+) -> None:
+    """Create a Tryton database to post into, print what it made and how to use it."""
+    from recon.runtime.config import ENV_FILE_NAME, read_env_file, state_dir, write_env_file
+
+    if importlib.util.find_spec("trytond") is None or importlib.util.find_spec("proteus") is None:
+        raise Refused("trytond is not installed here: `uv sync` (the dev group has it) or "
+                      "`pip install trytond trytond-account proteus`")
+    from recon.ledger.tryton_setup import DATABASE, create_database, write_config
+
+    directory = (directory or state_dir() / "tryton").resolve()
+    if (directory / f"{DATABASE}.sqlite").exists():
+        raise Refused(f"{directory} already holds a Tryton database ({DATABASE}.sqlite); "
+                      "use it, or name another --dir")
+    years = sorted(set(year or [date.today().year, date.today().year + 1]))
+    if not all(1900 < y < 3000 for y in years):
+        raise Refused(f"--year must be a calendar year, got {years}")
+    password = os.environ.get("RECON_LEDGER_SECRET") or secrets.token_urlsafe(18)
+    try:
+        made = create_database(directory, password, years)
+    except subprocess.CalledProcessError as exc:
+        words = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+        raise Refused(f"trytond-admin failed: {words[-1] if words else exc}") from None
+    write_config(directory, port)
+    settings = {"RECON_LEDGER": "tryton", "RECON_LEDGER_URL": f"http://127.0.0.1:{port}/{DATABASE}",
+                "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password")}
+    for line in made:
+        console.print(line, markup=False, highlight=False)
+    command = " ".join(_server_command(directory))
+    if start:
+        log = (directory / "trytond.log").open("ab")
+        process = subprocess.Popen(_server_command(directory), stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(1)
+        if process.poll() is not None:
+            raise Refused(f"trytond exited at once; see {directory / 'trytond.log'}")
+        (directory / "trytond.pid").write_text(str(process.pid))
+        env_file = state_dir() / ENV_FILE_NAME
+        write_env_file(env_file, {**read_env_file(env_file), **settings})
+        console.print(f"trytond started (pid {process.pid}, log {directory / 'trytond.log'}); "
+                      f"settings written to {env_file}", markup=False, highlight=False)
+    else:
+        console.print(f"start it with: {command}", markup=False, highlight=False)
+        console.print("then give the worker: " + " ".join(f"{k}={v}" for k, v in settings.items()),
+                      markup=False, highlight=False)
