@@ -131,7 +131,24 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
     for line in asyncio.run(go()).lines():
         console.print(printable(line), markup=False, highlight=False)
     _print_delivery(wid)
+    _print_outside_ledger(wid)
     console.print(_model_bill_line(wid), markup=False, highlight=False)
+
+
+def _print_outside_ledger(wid: str) -> None:
+    """The entries' state in the outside ledger, when there is one (skipped without Postgres)."""
+    from recon.ops.inspection import outside_ledger_line
+
+    async def go():
+        async with database() as pool:
+            return await outside_ledger_line(pool, wid)
+
+    try:
+        line = asyncio.run(go())
+    except DatabaseUnavailable:
+        return
+    if line:
+        console.print(printable(line), markup=False, highlight=False)
 
 
 def _print_delivery(wid: str) -> None:

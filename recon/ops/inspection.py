@@ -11,6 +11,7 @@ from recon.domain.errors import UnknownRun
 from recon.domain.labels import RECON_STATUS, RunStatus
 from recon.ops.history import read_history
 from recon.store import inspection as store
+from recon.store import ledger_postings as postings
 from recon.store.held_lines import held_by
 from recon.store.model_bill import model_bill
 
@@ -76,8 +77,36 @@ async def ledger_lines(pool: asyncpg.Pool, workflow_id: str) -> list[str]:
     rows = await store.ledger_references(pool, workflow_id)
     if not rows:
         raise UnknownRun(f"run {workflow_id} has no ledger entries")
+    outside = await postings.states_of(pool, [r["reference"] for r in rows])
     return [
         f"{r['reference']}  {r['supplier_id']}  {rupees(r['amount_paise'])}  "
         + ("reversal" if r["kind"] == "reversal" else "reversed" if r["reversed"] else "live")
+        + _outside_words(outside.get(r["reference"]))
         for r in rows
     ]
+
+
+def _outside_words(posting) -> str:
+    """An entry's state in the outside ledger, when one is configured: `tryton: posted as 17`,
+    `tryton: waiting`, `http: failed: <the ledger's words>`; nothing for the built-in ledger."""
+    if posting is None:
+        return ""
+    words = f"  {posting['ledger']}: {posting['state']}"
+    if posting["outside_id"] and posting["state"] in ("posted", "verified"):
+        words += f" as {posting['outside_id']}"
+    if posting["state"] == "failed" and posting["words"]:
+        words += f": {posting['words']}"
+    return words
+
+
+async def outside_ledger_line(pool: asyncpg.Pool, workflow_id: str) -> str | None:
+    """`recon status`'s line for the outside ledger: how many of the run's entries are there,
+    waiting, or refused (with the ledger's words). None when the run posts only to the built-in
+    ledger."""
+    rows = await postings.states_of_run(pool, workflow_id)
+    if not rows:
+        return None
+    ledger = rows[0]["ledger"]
+    counts = ", ".join(f"{r['n']} {r['state']}" for r in rows)
+    failed = next((r["words"] for r in rows if r["state"] == "failed" and r["words"]), None)
+    return f"Outside ledger ({ledger}): {counts}" + (f"; refused: {failed}" if failed else "")

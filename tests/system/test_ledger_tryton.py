@@ -37,7 +37,7 @@ def _by_key(tryton: TrytonServer) -> dict[str, list[int]]:
 
 
 async def test_seed_night_killed_at_entry_24_leaves_40_moves_once(
-    pool: asyncpg.Pool, client: Client, night, spawn_worker, tryton: TrytonServer
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, stack, tryton: TrytonServer
 ) -> None:
     """The seed's story on Tryton: the worker dies after Tryton took move 24 and before recon
     wrote that down; the next worker looks the key up, finds it, and posts only the rest."""
@@ -60,6 +60,16 @@ async def test_seed_night_killed_at_entry_24_leaves_40_moves_once(
                               handle.id)
     assert len(states) == 40 and {s["state"] for s in states} == {"verified"}
     assert sorted(int(s["outside_id"]) for s in states) == sorted(m["id"] for m in tryton.moves())
+
+    # Reading back: each entry's state in Tryton, with its move's id there.
+    listed = await asyncio.to_thread(recon_cli, stack.env(), "inspect", handle.id, "--references")
+    assert listed.returncode == 0, listed.stderr
+    ids = {m["description"]: m["id"] for m in tryton.moves()}
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 40
+    assert all(line.endswith(f"live  tryton: verified as {ids[line.split()[0]]}") for line in lines)
+    status = await asyncio.to_thread(recon_cli, stack.env(), "status", handle.id)
+    assert "Outside ledger (tryton): 40 verified" in status.stdout, status.stdout
 
 
 async def test_a_frozen_worker_woken_after_the_fence_moved_posts_nothing(
