@@ -30,12 +30,16 @@ def _business_date(workflow_id: str, posted_on: date) -> date:
     return date.fromisoformat(night[0]) if night else posted_on
 
 
+TAX_PARTS = ("cgst", "sgst", "igst", "cess", "vat")
+
+
 def _entry(workflow_id: str, row: asyncpg.Record) -> Entry:
+    taxes = tuple((part, row[f"{part}_paise"]) for part in TAX_PARTS if row[f"{part}_paise"])
     return Entry(key=row["reference"], amount_paise=row["amount_paise"],
                  supplier_id=row["supplier_id"], invoice_no=row["invoice_no"],
                  line_no=row["line_no"], memo=row["memo"] or "",
                  business_date=_business_date(workflow_id, row["posted_on"]),
-                 reverses=row["reverses"])
+                 reverses=row["reverses"], taxable_paise=row["taxable_paise"], taxes=taxes)
 
 
 def _disagreement(ledger: OutsideLedger, entry: Entry, found) -> LedgerDisagrees:

@@ -102,6 +102,18 @@ class TrytonServer:
             db.row_factory = sqlite3.Row
             return list(db.execute(MOVES_QUERY, (PAYABLE_CODE,)))
 
+    def lines(self) -> dict[str, dict[str, int]]:
+        """description -> {account code: debit - credit in paise}: every line of every move."""
+        held: dict[str, dict[str, int]] = {}
+        with sqlite3.connect(self.directory / f"{DATABASE}.sqlite") as db:
+            for description, code, paise in db.execute(
+                    "SELECT m.description, a.code, CAST(round((CAST(l.debit AS REAL)"
+                    " - CAST(l.credit AS REAL)) * 100) AS INTEGER) FROM account_move m"
+                    " JOIN account_move_line l ON l.move = m.id"
+                    " JOIN account_account a ON a.id = l.account"):
+                held.setdefault(description, {})[code] = paise
+        return held
+
     def set_period_state(self, state: str) -> None:
         """Close (or reopen) every period, behind Tryton's back: the accountant's year-end."""
         with sqlite3.connect(self.directory / f"{DATABASE}.sqlite") as db:

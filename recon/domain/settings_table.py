@@ -228,6 +228,10 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "code of the Tryton account of purchase price variance (the other line)"),
         Setting("RECON_LEDGER_JOURNAL", "ledger_journal", TEXT, "EXP",
                 "code of the Tryton journal the moves are made in"),
+        Setting("RECON_LEDGER_TAX_ACCOUNTS", "ledger_tax_accounts", TEXT,
+                "cgst=CGST sgst=SGST igst=IGST cess=CESS vat=VAT",
+                "codes of the Tryton accounts each tax part of a claim goes on (`part=code` "
+                "pairs, space-separated): the input tax the claim takes back"),
     )),
     ("Tests, the demo and `recon chaos` only", (
         Setting("RECON_FAILPOINTS", "failpoints", TEXT, "",

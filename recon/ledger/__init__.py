@@ -25,6 +25,18 @@ from recon.ledger.port import (
 )
 
 
+def tax_accounts(text: str) -> dict[str, str]:
+    """`cgst=CGST sgst=SGST ...` -> {"cgst": "CGST", ...}; a malformed pair is refused."""
+    pairs: dict[str, str] = {}
+    for item in text.replace(",", " ").split():
+        part, sep, code = item.partition("=")
+        if not sep or not part.strip() or not code.strip():
+            raise LedgerSettingsRefused(
+                f"RECON_LEDGER_TAX_ACCOUNTS takes part=code pairs, got {item!r}")
+        pairs[part.strip().lower()] = code.strip()
+    return pairs
+
+
 def outside_ledger(settings) -> OutsideLedger | None:
     """The outside ledger the settings name, or None for the built-in one."""
     kind = settings.ledger
@@ -40,7 +52,8 @@ def outside_ledger(settings) -> OutsideLedger | None:
 
         return TrytonLedger(settings.ledger_url, settings.ledger_user, secret or "",
                             payable=settings.ledger_payable, variance=settings.ledger_variance,
-                            journal=settings.ledger_journal)
+                            journal=settings.ledger_journal,
+                            taxes=tax_accounts(settings.ledger_tax_accounts))
     from recon.ledger.keyed_http import KeyedHttpLedger
 
     return KeyedHttpLedger(settings.ledger_url, secret)

@@ -39,6 +39,10 @@ class Entry:
     memo: str
     business_date: date
     reverses: str | None = None  # the original's key: this entry cancels that one
+    # A claim with tax (docs/books.md "Tax"): its taxable value and each tax part by name
+    # (`cgst`, `sgst`, `igst`, `cess`, `vat`), adding up to `amount_paise`. None: no tax parts.
+    taxable_paise: int | None = None
+    taxes: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

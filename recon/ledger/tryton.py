@@ -74,15 +74,23 @@ def _paise(amount: Decimal) -> int:
     return int((amount * 100).to_integral_value())
 
 
+def _side(debit_paise: int) -> dict[str, Decimal]:
+    """A signed amount as Tryton's debit and credit (both positive, one of them zero)."""
+    amount = Decimal(abs(debit_paise)) / 100
+    return {"debit": amount if debit_paise > 0 else Decimal(0),
+            "credit": amount if debit_paise < 0 else Decimal(0)}
+
+
 class TrytonLedger:
     name = "tryton"
     looks_up = True
 
     def __init__(self, url: str, user: str, password: str, *, payable: str, variance: str,
-                 journal: str) -> None:
+                 journal: str, taxes: dict[str, str] | None = None) -> None:
         self.url = url.rstrip("/") + "/rpc/"
         self.user, self.password = user, password
         self.codes = {"payable": payable, "variance": variance, "journal": journal}
+        self.tax_codes = taxes or {}
         self._auth: str | None = None
         self._context: dict = {}
         self._ids: dict[str, int] = {}
@@ -160,6 +168,20 @@ class TrytonLedger:
             self._periods[day] = found[0]
         return self._periods[day]
 
+    async def _tax_account(self, part: str) -> int:
+        """The account a tax part goes on (RECON_LEDGER_TAX_ACCOUNTS), looked up once."""
+        what = f"tax:{part}"
+        if what not in self._ids:
+            code = self.tax_codes.get(part)
+            found = await self._call("model.account.account.search", [("code", "=", code)],
+                                     0, 2, None) if code else []
+            if len(found) != 1:
+                raise LedgerRefused(
+                    f"Tryton has no account for the {part.upper()} part of a claim (code "
+                    f"{code!r}; RECON_LEDGER_TAX_ACCOUNTS names one per tax)")
+            self._ids[what] = found[0]
+        return self._ids[what]
+
     async def _party(self, supplier_id: str) -> int:
         if supplier_id not in self._parties:
             found = await self._call("model.party.party.search", [("name", "=", supplier_id)],
@@ -194,18 +216,15 @@ class TrytonLedger:
 
     async def post(self, entry: Entry) -> str:
         await self._prepare()
-        amount = Decimal(abs(entry.amount_paise)) / 100
-        owed_back = entry.amount_paise > 0
         party = await self._party(entry.supplier_id)
         period = await self._period(entry.business_date)
-        lines = [
-            {"account": self._ids["payable"], "party": party,
-             "debit": amount if owed_back else Decimal(0),
-             "credit": Decimal(0) if owed_back else amount},
-            {"account": self._ids["variance"],
-             "debit": Decimal(0) if owed_back else amount,
-             "credit": amount if owed_back else Decimal(0)},
-        ]
+        # The payable takes the whole claim; the variance its taxable value and each tax part
+        # its own account (the input tax the claim takes back), all on the other side.
+        lines = [{"account": self._ids["payable"], "party": party, **_side(entry.amount_paise)}]
+        taxable = entry.amount_paise if entry.taxable_paise is None else entry.taxable_paise
+        lines.append({"account": self._ids["variance"], **_side(-taxable)})
+        for part, paise in entry.taxes:
+            lines.append({"account": await self._tax_account(part), **_side(-paise)})
         created = await self._call("model.account.move.create", [{
             "journal": self._ids["journal"], "period": period, "date": entry.business_date,
             "description": entry.key, "lines": [["create", lines]],

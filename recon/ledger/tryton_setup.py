@@ -21,6 +21,9 @@ ADMIN = "admin"
 PAYABLE_CODE = "AP"
 VARIANCE_CODE = "PPV"
 JOURNAL_CODE = "EXP"
+# The input tax a claim takes back, one account per part (RECON_LEDGER_TAX_ACCOUNTS).
+TAX_ACCOUNTS = (("CGST", "Input CGST"), ("SGST", "Input SGST"), ("IGST", "Input IGST"),
+                ("CESS", "Input compensation cess"), ("VAT", "Input VAT"))
 
 
 def write_config(directory: Path, port: int = 8000, host: str = "127.0.0.1") -> Path:
@@ -78,6 +81,10 @@ def _fill(conf: Path, years: list[int]) -> list[str]:
     variance = Account(name="Purchase Price Variance", code=VARIANCE_CODE, type=expense.type,
                        parent=expense.parent)
     variance.save()
+    tax_type = accounts["tax"].type if "tax" in accounts else expense.type
+    tax_parent = accounts["tax"].parent if "tax" in accounts else expense.parent
+    for code, name in TAX_ACCOUNTS:
+        Account(name=name, code=code, type=tax_type, parent=tax_parent).save()
     made = []
     for year in years:
         fiscalyear = create_fiscalyear(today=(datetime.date(year, 1, 1), datetime.date(year, 12, 31)))
@@ -91,7 +98,8 @@ def _fill(conf: Path, years: list[int]) -> list[str]:
         f"{conf.parent / 'admin-password'})",
         "company: Dunder Mifflin, currency INR",
         f"accounts: {PAYABLE_CODE} = {payable.name} (supplier payable), "
-        f"{VARIANCE_CODE} = {variance.name}",
+        f"{VARIANCE_CODE} = {variance.name}, "
+        + ", ".join(f"{code} = {name}" for code, name in TAX_ACCOUNTS) + " (input tax)",
         f"journal: {journal.code} ({journal.name})",
         *made,
     ]

@@ -204,3 +204,30 @@ async def _handover(pool: asyncpg.Pool, wf: str) -> asyncpg.Record:
             return note
         await asyncio.sleep(0.2)
     raise AssertionError("no handover")
+
+
+async def test_a_claim_with_gst_puts_each_tax_part_on_its_account(
+    pool: asyncpg.Pool, client: Client, night, stack, tmp_path, tryton: TrytonServer
+) -> None:
+    """₹600 over-billed at 18 % within Punjab: the claim is ₹708, the move debits the supplier's
+    payable ₹708 and credits the variance ₹600, input CGST ₹54 and input SGST ₹54."""
+    from recon.documents.formats.reading import PartyIds
+    from recon.tools import gst_writer
+    from tests.system.test_tax import OURS, _cli, _doc, _gstin, _order_and_receipt, _supplier
+
+    day, warehouse, queue = night
+    sid = f"I{warehouse.upper()}"
+    gstin = _gstin("03", sid)
+    await _supplier(pool, sid, gstin)
+    await _order_and_receipt(pool, f"PO-{sid}", sid, warehouse, day)
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "intra.json").write_text(gst_writer.write(
+        _doc(f"GST/{sid}/1", sid, day, f"PO-{sid}", 16_000), PartyIds(gstin=gstin)))
+    await _cli(stack, "import", str(folder), "--date", day, "--warehouse", warehouse)
+    settings = _tryton_settings(queue, tryton, gate_max_adjustment_share=1.0, own_gstin=OURS)
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        await asyncio.wait_for(handle.result(), 120)
+    (key,) = (await _live_entries(pool, handle.id)).keys()
+    assert tryton.lines() == {key: {"AP": 70_800, "PPV": -60_000, "CGST": -5_400, "SGST": -5_400}}
