@@ -187,7 +187,13 @@ class TrytonLedger:
             found = await self._call("model.party.party.search", [("name", "=", supplier_id)],
                                      0, 1, None)
             if not found:
-                found = await self._call("model.party.party.create", [{"name": supplier_id}])
+                try:
+                    found = await self._call("model.party.party.create", [{"name": supplier_id}])
+                except LedgerRefused:  # another worker made it meanwhile: take that one
+                    found = await self._call("model.party.party.search",
+                                             [("name", "=", supplier_id)], 0, 1, None)
+                    if not found:
+                        raise
             self._parties[supplier_id] = found[0]
         return self._parties[supplier_id]
 
