@@ -21,6 +21,7 @@ from activities.observe import ObservingInterceptor
 from activities.registry import activities_for
 from activities.resources import Resources
 from recon.documents.extraction.choice import make_extractor
+from recon.ledger import outside_ledger
 from recon.mail.run import start_sender
 from recon.runtime import logs, metrics
 from recon.runtime.config import Settings, load_settings, remember_secrets
@@ -56,6 +57,7 @@ async def run_worker(
     With an SMTP_URL (and unless `with_sender` is False) the outbox sender runs here too."""
     logs.configure()
     remember_secrets(settings)  # masked by value in every text that leaves (an in-process worker)
+    outside_ledger(settings)  # a RECON_LEDGER that names no usable ledger refuses here, not at step 7
     # A frozen worker must not hold a lock for long: Postgres ends any transaction of ours that
     # sits idle longer than this, so a takeover never waits on a process that cannot run.
     pool = await connect_pool(settings.database_url, max_size=20,
