@@ -20,7 +20,13 @@ from pathlib import Path
 
 from recon.mail.smtp_sink import MailSink
 from recon.runtime.codec_server import CodecServerThread, CodecService, origins_from
-from recon.runtime.config import ENV_FILE_NAME, Settings, load_settings, write_env_file
+from recon.runtime.config import (
+    ENV_FILE_NAME,
+    Settings,
+    load_settings,
+    read_env_file,
+    write_env_file,
+)
 from recon.runtime.embedded import EmbeddedPostgres, StackError, TemporalDevServer, port_open
 from recon.runtime.keyring import new_key_line, write_key_file
 from recon.store.db import connect_pool, migrate
@@ -133,7 +139,9 @@ def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, anno
             say: Callable[[str], None] = print, encrypt: bool = False) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started. `worker` is the worker's
     entry point (`worker.run_worker`), handed in by the CLI: the runtime never imports the worker."""
-    env: dict[str, str] = {}
+    # The outside ledger `recon ledger init --start` wrote there stays (docs/ledger.md).
+    env: dict[str, str] = {k: v for k, v in read_env_file(state / ENV_FILE_NAME).items()
+                           if k.startswith("RECON_LEDGER")}
     own_keys = not (os.environ.get("RECON_PAYLOAD_KEYS") or os.environ.get("RECON_PAYLOAD_KEYS_FILE"))
     key_file = dev_keys(state, encrypt) if own_keys else None
     if key_file is not None:
