@@ -48,6 +48,9 @@ class OrderLineRow(NamedTuple):
     tax_rate: Decimal | None = None  # the rate the line was ordered at; None: not stated
     price_exact: Decimal | None = None  # the price in paise when it has a fraction of a paisa
     unit: str = "C62"  # canonical code; pieces when the file has no `unit` column or leaves it empty
+    # Whether the file stated the unit. An order line that states none counts pieces for
+    # whatever counts pieces, and takes a measure (kg, litre, hour) as billed (recon/store/units.py).
+    unit_stated: bool = False
 
 
 class ConversionRow(NamedTuple):
@@ -111,6 +114,7 @@ def parse_orders(text: str, file: str) -> list[OrderLineRow]:
             field(file, line, "tax_rate", f.tax_rate, r.get("tax_rate", "")),
             exact,
             field(file, line, "unit", f.unit_code, r.get("unit", "")),
+            bool((r.get("unit") or "").strip()),
         )
         head = header_of.setdefault(row.po_number, row)
         for name in ("supplier_id", "warehouse", "ordered_on"):

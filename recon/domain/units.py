@@ -41,6 +41,9 @@ SYNONYMS: Mapping[str, str] = {
     "XPP": PIECE, "XBX": "BX", "XCT": "CT", "XCS": "CS", "XPK": "PK", "XBG": "BG",
 }
 
+# A supplier's packing: how many one holds is master data, so one with no stated size is parked.
+PACKS = frozenset({"BX", "CS", "CT", "PK", "BG"})
+
 # Conversions that are facts: one of the first unit is `per` of the second.
 FACTS: tuple[tuple[str, int, str], ...] = (
     ("DZN", 12, PIECE), ("GRO", 144, PIECE), ("GRO", 12, "DZN"),
@@ -114,6 +117,16 @@ def factor(billed: str, ordered: str, packs: Iterable[Pack] = ()) -> Fraction | 
                     return seen[there]
                 todo.append(there)
     return None
+
+
+def taken_as_billed(billed: str, ordered: str, stated: bool, packs: Iterable[Pack] = ()) -> bool:
+    """An order line that states no unit counts pieces, so a dozen, a gross or a supplier's pack
+    is restated in pieces and a pack of no stated size is parked. A unit that measures rather
+    than counts (KGM, LTR, HUR, DAY, a lump sum) connects to no piece: against such a line it is
+    the order's unit as billed, compared as before units were read, since the order gave none to
+    convert it to. A line that states its unit takes nothing as billed: convert or park."""
+    return (not stated and ordered == PIECE and billed not in PACKS
+            and factor(billed, PIECE, packs) is None)
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ CREATE TEMP TABLE load_order_lines (
     line integer NOT NULL, po_number text NOT NULL, supplier_id text NOT NULL,
     warehouse text NOT NULL, ordered_on date NOT NULL, sku text NOT NULL,
     description text NOT NULL, qty_ordered integer NOT NULL, unit_price_paise bigint NOT NULL,
-    tax_rate numeric, price_exact numeric, unit text NOT NULL
+    tax_rate numeric, price_exact numeric, unit text NOT NULL, unit_stated boolean NOT NULL
 ) ON COMMIT DROP
 """
 COLUMNS = ["line", "po_number", "supplier_id", "warehouse", "ordered_on", "sku", "description",
-           "qty_ordered", "unit_price_paise", "tax_rate", "price_exact", "unit"]
+           "qty_ordered", "unit_price_paise", "tax_rate", "price_exact", "unit", "unit_stated"]
 
 # The first row (in file order) naming a supplier nobody loaded, or a PO stored with another
 # supplier, warehouse or order date.
@@ -124,20 +124,22 @@ WITH before AS (
     FROM load_order_lines l LEFT JOIN po_lines p ON p.po_number = l.po_number AND p.sku = l.sku
 ), written AS (
     INSERT INTO po_lines AS p (po_number, sku, description, qty_ordered, unit_price_paise,
-                               tax_rate, price_exact, unit)
+                               tax_rate, price_exact, unit, unit_stated)
     SELECT po_number, sku, description, qty_ordered, unit_price_paise, tax_rate, price_exact,
-           unit
+           unit, unit_stated
     FROM load_order_lines ORDER BY po_number, sku
     ON CONFLICT (po_number, sku) DO UPDATE
         -- a file that states no rate keeps the stored one (as a supplier's GSTIN is kept)
         SET description = EXCLUDED.description, qty_ordered = EXCLUDED.qty_ordered,
             unit_price_paise = EXCLUDED.unit_price_paise,
             tax_rate = coalesce(EXCLUDED.tax_rate, p.tax_rate),
-            price_exact = EXCLUDED.price_exact, unit = EXCLUDED.unit
-        WHERE (p.description, p.qty_ordered, p.unit_price_paise, p.tax_rate, p.price_exact, p.unit)
+            price_exact = EXCLUDED.price_exact, unit = EXCLUDED.unit,
+            unit_stated = EXCLUDED.unit_stated
+        WHERE (p.description, p.qty_ordered, p.unit_price_paise, p.tax_rate, p.price_exact, p.unit,
+               p.unit_stated)
               IS DISTINCT FROM (EXCLUDED.description, EXCLUDED.qty_ordered,
                                 EXCLUDED.unit_price_paise, coalesce(EXCLUDED.tax_rate, p.tax_rate),
-                                EXCLUDED.price_exact, EXCLUDED.unit)
+                                EXCLUDED.price_exact, EXCLUDED.unit, EXCLUDED.unit_stated)
     RETURNING p.po_number, p.sku
 )
 SELECT count(*) FILTER (WHERE b.is_new) AS new, count(*) FILTER (WHERE NOT b.is_new) AS amended

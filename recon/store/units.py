@@ -5,9 +5,11 @@ Step 3 (recon/store/matching.py calls `restate_lines` in its transaction, before
 a matched line whose document states a unit other than its PO line's (after synonyms: `PCS` is
 `C62`) is converted exactly (recon/domain/units.py): its quantity becomes a whole number of PO
 units, its price the billed amount over that quantity, and `billed_as` keeps what the document
-said. A line with no known conversion, or one that is not a whole number of PO units, is parked
-with the unit, SKU and supplier named, and its match removed: nothing of it is weighed, posted or
-booked. Filled once: a converted line states the PO's unit, so running it again finds nothing.
+said. A PO line that states no unit takes a unit that measures (kg, litre, hour) as billed
+(`units.taken_as_billed`). A line with no known conversion, or one that is not a whole number of
+PO units, is parked with the unit, SKU and supplier named, and its match removed: nothing of it
+is weighed, posted or booked. Filled once: a converted line states the PO's unit, so running it
+again finds nothing.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ async def write(conn: asyncpg.Connection) -> tuple[int, int]:
 _BILLED_IN_ANOTHER_UNIT = f"""
 SELECT l.invoice_no, l.line_no, l.supplier_id, l.sku, l.description, l.qty, l.unit,
        coalesce(l.price_exact, l.unit_price_paise) AS price, m.po_number, p.unit AS po_unit,
+       p.unit_stated,
        {units.canonical_sql("l.unit")} AS billed
 FROM invoice_lines l
 JOIN line_matches m ON m.workflow_id = l.workflow_id AND m.invoice_no = l.invoice_no
@@ -129,9 +132,11 @@ async def restate_lines(conn: asyncpg.Connection, workflow_id: str) -> None:
     done: list[tuple] = []
     parked: list[tuple] = []
     for r in lines:
+        line_packs = packs.get((r["supplier_id"], r["sku"]), ())
+        if units.taken_as_billed(r["billed"], r["po_unit"], r["unit_stated"], line_packs):
+            continue
         price = units.plain(Decimal(r["price"]))
-        found = units.restate(r["qty"], price, r["billed"], r["po_unit"],
-                              packs.get((r["supplier_id"], r["sku"]), ()))
+        found = units.restate(r["qty"], price, r["billed"], r["po_unit"], line_packs)
         billed_as = f"{r['qty']} {r['unit']} at {price} paise"
         if found.problem is None and found.qty > MAX_QTY:
             found = units.Restated(problem=f"{found.qty} {r['po_unit']} is too many units")

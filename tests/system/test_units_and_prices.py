@@ -187,3 +187,60 @@ async def test_prices_are_compared_as_the_documents_state_them(
     assert "Billed ₹10.004 a unit, order price ₹10, on 100,000 units accepted: ₹400" in note, note
     assert await pool.fetchval("SELECT count(*) FROM parked_items WHERE workflow_id = $1",
                                run) == 0
+
+
+async def test_an_order_that_states_no_unit_takes_a_measure_as_billed(
+        pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
+    """Public sample invoices bill days, hours and kilograms (Peppol's base example bills 7
+    `DAY`). An order line that states no unit gives nothing to convert those to, so they are
+    weighed as billed; a pack of no stated size still parks, and so does a measure against an
+    order line that states pieces."""
+    day, warehouse, queue = night
+    s = Suppliers(warehouse)
+    await s.create(pool, day, warehouse)
+    tag = warehouse.upper()
+    po = {k: f"PO-{tag}-M{k}" for k in range(1, 5)}
+    await _load(stack, "orders", tmp_path / "orders.csv",
+                "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,"
+                "unit_price,unit\n"
+                f"{po[1]},{s.c},{warehouse},{day},SKU-1,Consulting,7,100.00,\n"
+                f"{po[2]},{s.c},{warehouse},{day},SKU-2,Flour,40,30.00,\n"
+                f"{po[3]},{s.c},{warehouse},{day},SKU-3,Ink,5,50.00,\n"
+                f"{po[4]},{s.c},{warehouse},{day},SKU-4,Oil,3,90.00,C62\n")
+    await _receive(pool, warehouse, day, (po[1], "SKU-1", 7), (po[2], "SKU-2", 40),
+                   (po[3], "SKU-3", 5), (po[4], "SKU-4", 3))
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    # 7 days at ₹100 against 7 with no unit: clean
+    (folder / "days.xml").write_text(ubl_writer.write(_one(
+        f"T-{tag}", s.c, day, po[1], DocumentLine("SKU-1", "Consulting", 7, 10_000, unit="DAY")),
+        PartyIds(name="C")))
+    # 40 kg at ₹31 against 40 at ₹30 with no unit: a ₹40 price claim, weighed as billed
+    (folder / "kilos.xml").write_text(cii_writer.write(_one(
+        f"F-{tag}", s.c, day, po[2], DocumentLine("SKU-2", "Flour", 40, 3_100, unit="KGM")),
+        PartyIds(name="C")))
+    # a box of ink whose size nobody stated: parked, never guessed
+    (folder / "box.xml").write_text(ubl_writer.write(_one(
+        f"B-{tag}", s.c, day, po[3], DocumentLine("SKU-3", "Ink", 1, 25_000, unit="BX")),
+        PartyIds(name="C")))
+    # litres against an order line that states pieces: parked
+    (folder / "oil.xml").write_text(ubl_writer.write(_one(
+        f"L-{tag}", s.c, day, po[4], DocumentLine("SKU-4", "Oil", 3, 9_000, unit="LTR")),
+        PartyIds(name="C")))
+    done = await _import(stack, day, warehouse, folder)
+    assert done.returncode == 0, done.stderr
+
+    run = await _night(pool, client, queue, day, warehouse)
+    claims = [(c["invoice_no"], c["kind"], c["taxable_paise"]) for c in await pool.fetch(
+        "SELECT invoice_no, kind, taxable_paise FROM mismatches WHERE workflow_id = $1", run)]
+    assert claims == [(f"{s.c}:F-{tag}", "price", 40 * 100)], claims
+    stock = {(r["invoice_no"], r["qty"]) for r in await pool.fetch(
+        "SELECT invoice_no, qty FROM stock_movements WHERE workflow_id = $1", run)}
+    assert stock == {(f"{s.c}:T-{tag}", 7), (f"{s.c}:F-{tag}", 40)}, stock
+    parked = sorted((p["invoice_no"], p["reason"]) for p in await pool.fetch(
+        "SELECT invoice_no, reason FROM parked_items WHERE workflow_id = $1", run))
+    assert parked == [
+        (f"{s.c}:B-{tag}", f"unit BX of SKU SKU-3 from supplier {s.c}: no conversion from BX to "
+                           f"C62 (the unit of {po[3]})"),
+        (f"{s.c}:L-{tag}", f"unit LTR of SKU SKU-4 from supplier {s.c}: no conversion from LTR "
+                           f"to C62 (the unit of {po[4]})")], parked

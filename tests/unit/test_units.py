@@ -118,3 +118,13 @@ def test_a_quantity_with_decimals_is_stored_in_the_finer_unit_that_makes_it_whol
     with pytest.raises(Exception, match="quantity 2.5 is not a whole number of units"):
         as_invoice(Reading("ubl", INVOICE, "INV-4", None, PartyIds(), "PO-1", "INR",
                            [_line("2.5", "25.00", "10.00", "C62")]), "S001")
+
+
+def test_an_order_that_states_no_unit_takes_only_a_measure_as_billed():
+    from recon.domain.units import Pack, taken_as_billed
+    assert taken_as_billed("DAY", "C62", stated=False)
+    assert taken_as_billed("KGM", "C62", stated=False)
+    assert not taken_as_billed("KGM", "C62", stated=True), "a stated unit converts or parks"
+    assert not taken_as_billed("DZN", "C62", stated=False), "a dozen counts pieces"
+    assert not taken_as_billed("BX", "C62", stated=False), "a pack of no stated size parks"
+    assert not taken_as_billed("BX", "C62", False, [Pack("BX", Decimal(12), "C62")])
