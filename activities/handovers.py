@@ -27,7 +27,7 @@ from recon.domain.models import (
     RecordedDecision,
     ReminderRequest,
 )
-from recon.domain.money import rupees
+from recon.domain.money import amount, amounts
 from recon.domain.redaction import mask_known
 from recon.domain.wording import count
 from recon.store import gate as gate_store
@@ -45,7 +45,7 @@ def _note_text(req: HandoverRequest, posted: dict) -> str:
     outbox = ", ".join(f"{n} {kind}" for kind, n in sorted(posted["outbox"].items())) or "none"
     suppliers = "\n".join(
         f"  {s['supplier_id']}: {s['posted']} of {s['flagged']} entries, "
-        f"{rupees(s['posted_paise'])} of {rupees(s['flagged_paise'])}"
+        f"{amount(s['posted_paise'], s['currency'])} of {amount(s['flagged_paise'], s['currency'])}"
         for s in posted["per_supplier"]
     ) or "  (no mismatches flagged yet)"
     redo = f" (a redo of {run})" if run != req.workflow_id else ""
@@ -59,7 +59,7 @@ def _note_text(req: HandoverRequest, posted: dict) -> str:
         f"Run {req.workflow_id}{redo} needs a decision (handover #{req.handover_no}).\n"
         + why +
         f"Already posted (live): {posted['ledger_entries']} of {posted['flagged']} ledger entries, "
-        f"{rupees(posted['ledger_total_paise'])} of {rupees(posted['flagged_total_paise'])}; "
+        f"{amounts(posted['ledger_by_currency'])} of {amounts(posted['flagged_by_currency'])}; "
         f"{posted['stock_movements']} stock movements; outbox: {outbox}; "
         f"{count(posted['parked'], 'parked item')}.\n"
         f"Per supplier:\n{suppliers}\n"

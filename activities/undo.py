@@ -85,7 +85,7 @@ class UndoActivities(Room):
                 document = render_withdrawal(
                     withdrawal_key=key, note_key=note["key"], supplier_name=note["supplier_name"],
                     note_total_paise=note["amount_paise"], withdrawn_paise=amount,
-                    note_was_sent=note["sent_at"] is not None,
+                    note_was_sent=note["sent_at"] is not None, currency=note["currency"],
                 )
                 await enqueue(conn, Message(
                     key=key, workflow_id=req.run_workflow_id, kind="withdrawal",

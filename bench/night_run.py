@@ -20,7 +20,6 @@ from temporalio.client import Client, WorkflowHandle
 from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu
 from bench.night_events import HistoryReport, read_history
 from bench.plain import Plain, plain_cost
-from recon.domain.money import rupees
 from recon.runtime.config import MAX_PAISE
 from recon.runtime.devstack import RunningStack
 from recon.runtime.keyring import keyring_env
@@ -160,7 +159,7 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
     blocks = await database_blocks(pool) - blocks_before  # the worker's backends have exited
     print(f"  {day}: run {result.status} in {run_seconds:.1f} s ({result.invoices:,} invoices, "
           f"{result.parked:,} parked, {result.mismatches:,} mismatches, "
-          f"{rupees(result.adjustment_total_paise)} adjusted, "
+          f"{result.adjustments_in_words()} adjusted, "
           f"{result.debit_notes} debit notes)", flush=True)
     history = await read_history(handle)
     counts = dict(await pool.fetchrow(_COUNTS, handle.id))

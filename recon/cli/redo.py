@@ -22,7 +22,6 @@ def redo(
     key: KeyOpt = None,
 ) -> None:
     """Post an undone night (or one supplier of it) again, exactly once, under fresh keys."""
-    from recon.domain.money import rupees
     from recon.domain.requests import REDO
     from recon.ops.redo import start_redo
 
@@ -45,4 +44,4 @@ def redo(
 
     summary = asyncio.run(go())
     console.print(f"redo finished: {summary.ledger_posted} live ledger entries in {wid}, "
-                  f"{rupees(summary.adjustment_total_paise)}", markup=False, highlight=False)
+                  f"{summary.adjustments_in_words()}", markup=False, highlight=False)

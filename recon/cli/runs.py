@@ -101,15 +101,13 @@ async def wait_for(handle):
 
 
 def print_summary(summary) -> None:
-    from recon.domain.money import rupees
-
     table = Table(title=f"Run {summary.workflow_id}: {summary.status}")
     table.add_column("what")
     table.add_column("count", justify="right")
     for label, value in [
         ("invoices", summary.invoices), ("parked items", summary.parked),
         ("mismatches", summary.mismatches), ("ledger entries", summary.ledger_posted),
-        ("adjustment total", rupees(summary.adjustment_total_paise)),
+        ("adjustment total", summary.adjustments_in_words()),
         ("stock movements", summary.stock_movements), ("debit notes", summary.debit_notes),
     ]:
         table.add_row(label, str(value))

@@ -114,10 +114,20 @@ class RunSummary(BaseModel):
     parked: int
     mismatches: int
     ledger_posted: int
-    adjustment_total_paise: int
+    adjustment_total_paise: int  # the ₹ entries' sum (older histories: every entry's)
     stock_movements: int
     debit_notes: int
     summary_key: str | None = None
+    # The live entries' sum per currency, in each one's minor unit ({"INR": 242500, "EUR": 7833}):
+    # two currencies are never added. Read from Postgres by the step that sends the summary, so a
+    # history recorded before it replays (the field is then empty).
+    adjustment_totals: dict[str, int] = Field(default_factory=dict)
+
+    def adjustments_in_words(self) -> str:
+        """The adjustment total as people read it: per currency ("₹2,425, €78.33")."""
+        from recon.domain.money import amounts
+
+        return amounts(self.adjustment_totals or {"INR": self.adjustment_total_paise})
 
 
 DECISIONS = ("resume", "retry", "undo")

@@ -1,4 +1,5 @@
-"""Money is integer paise. Reports show rupees in Indian digit grouping: ₹2,71,500.
+"""Money is integer minor units of its own currency (paise for ₹). Reports show rupees in Indian
+digit grouping (₹2,71,500), any other currency in its own sign, and never add two currencies.
 
 A unit *price* may hold a fraction of a paisa (a document's ₹10.004: `Decimal` paise 1000.4);
 `rupees` and `amount` show it with its decimals, never rounded. Amounts are whole paise.
@@ -6,6 +7,7 @@ A unit *price* may hold a fraction of a paisa (a document's ₹10.004: `Decimal`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 
 
@@ -84,3 +86,14 @@ def amount(minor: int | Decimal, currency: str = BASE_CURRENCY) -> str:
     text = f"{whole:,}" + (f".{fraction:0{digits}d}" if digits else "")
     symbol = _SYMBOLS.get(code)
     return f"{sign}{symbol}{text}" if symbol else f"{sign}{code} {text}"
+
+
+def amounts(totals: Mapping[str, int]) -> str:
+    """Sums kept per currency (`{"INR": 242500, "EUR": 7833}`), written side by side and never
+    added: "₹2,425, €78.33". ₹ comes first, then the others by code; a currency whose sum is zero
+    is left out, and nothing at all is "₹0", as a night in ₹ alone always read."""
+    shown = {(c or BASE_CURRENCY).upper(): int(v) for c, v in totals.items() if int(v)}
+    if not shown:
+        return rupees(0)
+    order = sorted(shown, key=lambda c: (c != BASE_CURRENCY, c))
+    return ", ".join(amount(shown[c], c) for c in order)

@@ -1,9 +1,10 @@
 """The documents people read: debit notes and withdrawals (to suppliers), rendered with Jinja2.
 
 A document names itself: a claim number a supplier can quote, the night, the invoices and lines,
-₹ amounts in Indian grouping. If the mail system ever delivers one twice, the reader sees the
-same claim number twice. Supplier-facing documents carry no run ids and no names of the people
-who decided; the claim number is the reference. A withdrawal cites the note it withdraws.
+amounts in the supplier's currency (₹ in Indian grouping, € as €8.00: `money.amount`). If the
+mail system ever delivers one twice, the reader sees the same claim number twice.
+Supplier-facing documents carry no run ids and no names of the people who decided; the claim
+number is the reference. A withdrawal cites the note it withdraws.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import jinja2
 import markupsafe
 
 from recon.domain.keys import number_of
-from recon.domain.money import rupees
+from recon.domain.money import BASE_CURRENCY, amount, amounts, rupees
 from recon.domain.printable import neutral
 from recon.store.mail_deliveries import debit_note_history, debit_note_lines
 
@@ -94,6 +95,7 @@ class DebitNote:
     lines: list[NoteLine] = field(default_factory=list)
     supplier_gstin: str | None = None
     own_gstin: str | None = None
+    currency: str = BASE_CURRENCY  # the supplier's: every amount of the note is in it
 
     def part_total(self, part: str) -> int | None:
         """A part summed over the note's lines (None: no line has it)."""
@@ -145,6 +147,12 @@ def templates() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["rupees"] = rupees
+    # an amount in the document's own currency (`currency` in the template's context: ₹ unless a
+    # supplier bills in another), or in the currency named: `x|money("EUR")`
+    env.filters["money"] = jinja2.pass_context(
+        lambda context, minor, currency=None: amount(
+            minor, currency or context.get("currency") or BASE_CURRENCY))
+    env.filters["amounts"] = amounts  # sums per currency, side by side: "₹2,425, €78.33"
     env.filters["units"] = lambda n: f"{n:,} unit" + ("" if n == 1 else "s")
     env.filters["day"] = lambda iso: date.fromisoformat(str(iso)).strftime("%d %b %Y")
     return env
@@ -194,7 +202,7 @@ async def load_debit_notes(conn: asyncpg.Connection | asyncpg.Pool, workflow_id:
         notes.append(DebitNote(
             key=debit_note_key(workflow_id, supplier_id), supplier_id=supplier_id,
             supplier_name=rows[0]["name"], email=rows[0]["email"], business_date=business_date,
-            warehouse=warehouse, total_paise=total,
+            warehouse=warehouse, total_paise=total, currency=rows[0]["currency"],
             supplier_gstin=rows[0]["gstin"], own_gstin=own_gstin,
             lines=[NoteLine(
                 # the supplier reads its own number, never our reference (`S001:INV-7001`)
@@ -251,17 +259,19 @@ async def _history(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, bu
 def render_debit_note(note: DebitNote, sender_name: str = "Accounts Payable") -> Document:
     number = claim_number(note.key)
     text = templates().get_template("debit_note.txt.j2").render(
-        note=note, number=number, sender_name=sender_name,
+        note=note, number=number, sender_name=sender_name, currency=note.currency,
         invoices=sorted({line.invoice_no for line in note.lines}),
     )
-    subject = f"Debit note {number}: {rupees(note.total_paise)} ({note.supplier_name})"
+    subject = f"Debit note {number}: {amount(note.total_paise, note.currency)} ({note.supplier_name})"
     return Document(subject=subject, text=text)
 
 
 def render_withdrawal(*, withdrawal_key: str, note_key: str, supplier_name: str,
                       note_total_paise: int, withdrawn_paise: int,
-                      note_was_sent: bool, sender_name: str = "Accounts Payable") -> Document:
-    """The supplier reads a supplier-facing reason (SUPPLIER_REASON_*), never the undo's note."""
+                      note_was_sent: bool, sender_name: str = "Accounts Payable",
+                      currency: str = BASE_CURRENCY) -> Document:
+    """The supplier reads a supplier-facing reason (SUPPLIER_REASON_*), never the undo's note;
+    amounts in the note's currency (the supplier's)."""
     number = withdrawal_number(withdrawal_key, note_key)
     claim = claim_number(note_key)
     text = templates().get_template("withdrawal.txt.j2").render(
@@ -270,7 +280,7 @@ def render_withdrawal(*, withdrawal_key: str, note_key: str, supplier_name: str,
         whole=withdrawn_paise == note_total_paise, note_was_sent=note_was_sent,
         reason=SUPPLIER_REASON_WHOLE if withdrawn_paise == note_total_paise
         else SUPPLIER_REASON_PART,
-        sender_name=sender_name,
+        sender_name=sender_name, currency=currency,
     )
-    subject = f"Withdrawal {number} of debit note {claim}: {rupees(withdrawn_paise)}"
+    subject = f"Withdrawal {number} of debit note {claim}: {amount(withdrawn_paise, currency)}"
     return Document(subject=subject, text=text)

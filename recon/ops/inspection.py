@@ -18,6 +18,8 @@ from recon.store.model_bill import model_bill
 
 async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> dict:
     counts = await store.inspection_counts(pool, workflow_id)
+    # `ledger_net_paise` is the ₹ net; each currency's own, in its minor unit, beside it
+    nets = await store.ledger_net_by_currency(pool, workflow_id)
     bill = await model_bill(pool, workflow_id)
     # `model_calls` counts answered rows, the local readers' too (its meaning before every request
     # had a row); `model_requests` counts what a model was asked, `read_without_model` the rest
@@ -42,7 +44,7 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
             raise UnknownRun(f"no run {workflow_id!r}: check the id with `recon handovers` "
                              "or the Web UI") from None
         facts.update(status="unknown", activity_retries=None, history_events=None, steps={})
-        facts.update(counts, held_lines=held)
+        facts.update(counts, ledger_net_by_currency=nets, held_lines=held)
         return facts
     status = description.status or WorkflowExecutionStatus.RUNNING
     business = description.typed_search_attributes.get(RECON_STATUS)
@@ -66,20 +68,21 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
             for name, s in history.steps.items()
         },
     )
-    facts.update(counts, held_lines=held)
+    facts.update(counts, ledger_net_by_currency=nets, held_lines=held)
     return facts
 
 
 async def ledger_lines(pool: asyncpg.Pool, workflow_id: str) -> list[str]:
-    """Every ledger entry of a run, one line each: reference, supplier, amount, state."""
-    from recon.domain.money import rupees
+    """Every ledger entry of a run, one line each: reference, supplier, amount in its currency,
+    state."""
+    from recon.domain.money import amount
 
     rows = await store.ledger_references(pool, workflow_id)
     if not rows:
         raise UnknownRun(f"run {workflow_id} has no ledger entries")
     outside = await postings.states_of(pool, [r["reference"] for r in rows])
     return [
-        f"{r['reference']}  {r['supplier_id']}  {rupees(r['amount_paise'])}  "
+        f"{r['reference']}  {r['supplier_id']}  {amount(r['amount_paise'], r['currency'])}  "
         + ("reversal" if r["kind"] == "reversal" else "reversed" if r["reversed"] else "live")
         + _outside_words(outside.get(r["reference"]))
         for r in rows

@@ -21,10 +21,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from recon.domain.errors import UnknownRun
 from recon.domain.keys import REDO_WORKFLOW_PREFIX, UNDO_WORKFLOW_PREFIX, undo_workflow_id
 from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus
-from recon.domain.money import rupees
+from recon.domain.money import amounts
 from recon.domain.wording import count
 from recon.ops.history import read_history
-from recon.store.inspection import run_wrote, status_counts
+from recon.store.inspection import ledger_net_by_currency, run_wrote, status_counts
 
 # workflows that act on a run, named after it
 COMPANION_PREFIXES = (UNDO_WORKFLOW_PREFIX, REDO_WORKFLOW_PREFIX)
@@ -56,6 +56,8 @@ class StatusReport:
     run: WorkflowState
     companion: WorkflowState | None  # the undo/redo workflow asked about, if that is what it was
     counts: dict[str, int]
+    # every entry's net per currency, in its minor unit (reversals included, as `net` always was)
+    nets: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         out: list[str] = []
@@ -80,7 +82,7 @@ class StatusReport:
             *state,
             f"invoices {c['invoices']}, parked {c['parked']}, mismatches {c['mismatches']}",
             f"ledger: {c['ledger_live']} live entries, {c['ledger_reversals']} reversals, "
-            f"net {rupees(c['ledger_net_paise'])}",
+            f"net {amounts(self.nets or {'INR': c['ledger_net_paise']})}",
             f"stock movements: {c['stock_live']} live, {c['stock_reversals']} opposite",
             f"debit notes: {c['debit_notes']}, withdrawals {c['withdrawals']}",
             f"handovers: {c['handovers_pending']} pending of {c['handovers']}",
@@ -182,7 +184,8 @@ async def run_status(client: Client, pool: asyncpg.Pool, workflow_id: str) -> St
     ):
         raise UnknownRun(f"no run {workflow_id!r} in Temporal or in the ledger: check the id "
                          "with `recon handovers` or the Web UI")
-    return StatusReport(workflow_id, run, companion, counts)
+    return StatusReport(workflow_id, run, companion, counts,
+                        await ledger_net_by_currency(pool, run_id))
 
 
 async def night_label(client: Client, workflow_id: str) -> str:

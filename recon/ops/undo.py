@@ -20,7 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from recon.domain.errors import UndoRefused, UnknownRun
 from recon.domain.keys import REDO_WORKFLOW_PREFIX, companions_of
 from recon.domain.models import UndoRequest, UndoResult
-from recon.domain.money import rupees
+from recon.domain.money import amount, amounts
 from recon.domain.requests import SignedRequest
 from recon.runtime.config import Settings
 from recon.store.inspection import (
@@ -29,7 +29,7 @@ from recon.store.inspection import (
     supplier_exists,
     supplier_posted,
 )
-from recon.store.undo import Scope, UndoPlan, plan_undo
+from recon.store.undo import Scope, UndoPlan, plan_undo, reversed_by_currency
 
 
 async def _checked_plan(
@@ -76,15 +76,16 @@ async def _checked_plan(
 def _plan_lines(plan: UndoPlan) -> list[str]:
     stock_units = sum(m["qty"] for m in plan.stock)
     lines = [
-        f"ledger: {len(plan.ledger)} reversal entries, {rupees(-plan.ledger_paise)} "
-        f"(reversing {rupees(plan.ledger_paise)})",
+        f"ledger: {len(plan.ledger)} reversal entries, "
+        f"{amounts({c: -v for c, v in plan.ledger_by_currency.items()})} "
+        f"(reversing {amounts(plan.ledger_by_currency)})",
         f"stock: {len(plan.stock)} opposite movements, {-stock_units} units in all",
         f"notes: {len(plan.notes)} withdrawal notes"
         + (f" ({', '.join(n['key'] for n in plan.notes[:5])}"
            + (", ..." if len(plan.notes) > 5 else "") + ")" if plan.notes else ""),
     ]
     for r in plan.ledger[:10]:
-        lines.append(f"  reverse {r['reference']}  {rupees(r['amount_paise'])}")
+        lines.append(f"  reverse {r['reference']}  {amount(r['amount_paise'], r['currency'])}")
     if len(plan.ledger) > 10:
         lines.append(f"  ... and {len(plan.ledger) - 10} more")
     return lines
@@ -123,8 +124,9 @@ async def start_undo(
         result: UndoResult = await handle.result()
     except WorkflowFailureError as exc:
         raise UndoRefused(f"undo {undo_id} refused: {exc.cause}") from None
+    reversed_sums = await reversed_by_currency(pool, Scope(run, supplier, tuple(references)))
     return [
         f"undo {result.undo_workflow_id} finished ({request.scope}):",
-        f"  {result.ledger_reversals} ledger reversals ({rupees(result.reversed_paise)} reversed), "
+        f"  {result.ledger_reversals} ledger reversals ({amounts(reversed_sums)} reversed), "
         f"{result.stock_reversals} opposite stock movements, {result.withdrawals} withdrawal notes",
     ]

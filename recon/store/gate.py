@@ -5,7 +5,11 @@ stock.verify_movements).
 
 Size is the sum of ABSOLUTE adjustments: +₹50,000 and −₹50,000 on one invoice move ₹1,00,000,
 not nothing. Every sum is numeric in Postgres (a sum of bigint is) and an int here, so no night
-can overflow them."""
+can overflow them.
+
+Sizes are per currency (the supplier's, `suppliers.currency`): a night with a EUR supplier and ₹
+suppliers weighs its EUR adjustments against its EUR invoiced total and its ₹ ones against its ₹
+total, each in its own minor unit; nothing is converted and no two currencies are added."""
 
 from __future__ import annotations
 
@@ -14,6 +18,19 @@ from dataclasses import dataclass
 import asyncpg
 
 from recon.domain.keys import invoice_label, night_of
+from recon.domain.money import BASE_CURRENCY
+
+
+@dataclass(frozen=True)
+class CurrencyFigures:
+    """The sizes of one currency's adjustments, in its minor unit."""
+
+    currency: str
+    moved: int  # sum of |open adjustments|
+    net: int  # their signed sum (shown, not weighed)
+    invoiced: int
+    largest_supplier: str | None  # the supplier of this currency with the largest |adjustments|
+    largest_supplier_moved: int
 
 
 @dataclass(frozen=True)
@@ -27,6 +44,8 @@ class GateFigures:
     largest_supplier_moved: int
     # possible duplicate bills of the night: (invoice, the earlier bill it repeats, its night)
     duplicates: tuple[tuple[str, str, str], ...] = ()
+    # per currency, ₹ first (the fields above are the ₹ ones); empty: a night in ₹ alone
+    by_currency: tuple[CurrencyFigures, ...] = ()
 
 
 # Invoices of the night (in scope, not parked whole) whose lines repeat an earlier bill of their
@@ -78,19 +97,59 @@ LEFT JOIN (SELECT supplier_id, sum(abs(@WEIGHED@)) AS moved FROM open_mismatches
 """.replace("@WEIGHED@", _WEIGHED)
 
 
+# Each currency's sizes (a supplier's currency is the one its amounts are stored in).
+_BY_CURRENCY = """
+WITH moves AS (
+    SELECT s.currency, m.supplier_id, sum(abs(m.amount_paise)) AS moved, sum(m.amount_paise) AS net
+    FROM open_mismatches m JOIN suppliers s USING (supplier_id)
+    WHERE m.workflow_id = $1 GROUP BY s.currency, m.supplier_id
+),
+billed AS (
+    SELECT s.currency, sum(l.qty::numeric * l.unit_price_paise) AS invoiced
+    FROM invoice_lines l JOIN suppliers s USING (supplier_id)
+    WHERE l.workflow_id = $1 GROUP BY s.currency
+),
+top AS (
+    SELECT DISTINCT ON (currency) currency, supplier_id, moved FROM moves
+    ORDER BY currency, moved DESC, supplier_id
+)
+SELECT c.currency, coalesce(sum(m.moved), 0) AS moved, coalesce(sum(m.net), 0) AS net,
+       coalesce(max(b.invoiced), 0) AS invoiced, max(t.supplier_id) AS largest_supplier,
+       coalesce(max(t.moved), 0) AS largest_supplier_moved
+FROM (SELECT currency FROM moves UNION SELECT currency FROM billed) c
+LEFT JOIN moves m USING (currency)
+LEFT JOIN billed b USING (currency)
+LEFT JOIN top t USING (currency)
+GROUP BY c.currency
+ORDER BY c.currency <> 'INR', c.currency
+"""
+
+
 async def gate_figures(pool: asyncpg.Pool, workflow_id: str,
                        supplier_id: str | None = None) -> GateFigures:
     row = await pool.fetchrow(_FIGURES, workflow_id)
     duplicates = await pool.fetch(_DUPLICATES, workflow_id, supplier_id)
+    by_currency = tuple(
+        CurrencyFigures(r["currency"], int(r["moved"]), int(r["net"]), int(r["invoiced"]),
+                        r["largest_supplier"], int(r["largest_supplier_moved"]))
+        for r in await pool.fetch(_BY_CURRENCY, workflow_id))
+    if all(c.currency == BASE_CURRENCY for c in by_currency):
+        by_currency = ()  # a night in ₹ alone: the night-wide figures are the ₹ ones
+        base = CurrencyFigures(BASE_CURRENCY, int(row["moved"]), int(row["net"]),
+                               int(row["invoiced"]), row["largest_supplier"],
+                               int(row["largest_supplier_moved"]))
+    else:
+        base = next((c for c in by_currency if c.currency == BASE_CURRENCY),
+                    CurrencyFigures(BASE_CURRENCY, 0, 0, 0, None, 0))
     return GateFigures(
-        invoices=int(row["invoices"]), parked=int(row["parked"]), moved=int(row["moved"]),
-        net=int(row["net"]), invoiced=int(row["invoiced"]),
-        largest_supplier=row["largest_supplier"],
-        largest_supplier_moved=int(row["largest_supplier_moved"]),
+        invoices=int(row["invoices"]), parked=int(row["parked"]), moved=base.moved,
+        net=base.net, invoiced=base.invoiced, largest_supplier=base.largest_supplier,
+        largest_supplier_moved=base.largest_supplier_moved,
         # as finance reads them: `INV-7001 (S001)` and the night's date, never our references
         duplicates=tuple((invoice_label(d["invoice_no"], d["supplier_id"]),
                           invoice_label(d["duplicate_of"], d["supplier_id"]),
                           _night_date(d["duplicate_night"])) for d in duplicates),
+        by_currency=by_currency,
     )
 
 

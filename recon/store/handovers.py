@@ -22,7 +22,9 @@ async def what_was_posted(conn: asyncpg.Connection, workflow_id: str) -> dict:
     per_supplier = await conn.fetch(
         """
         SELECT m.supplier_id, count(*) AS flagged, coalesce(sum(m.amount_paise), 0) AS flagged_total,
-               count(l.reference) AS posted, coalesce(sum(l.amount_paise), 0) AS posted_total
+               count(l.reference) AS posted, coalesce(sum(l.amount_paise), 0) AS posted_total,
+               coalesce((SELECT s.currency FROM suppliers s WHERE s.supplier_id = m.supplier_id),
+                        'INR') AS currency
         FROM open_mismatches m
         LEFT JOIN LATERAL (
             SELECT l.reference, l.amount_paise FROM live_ledger_entries l
@@ -48,13 +50,22 @@ async def what_was_posted(conn: asyncpg.Connection, workflow_id: str) -> dict:
     parked = await conn.fetchval(
         "SELECT count(*) FROM parked_items WHERE workflow_id = $1", workflow_id
     )
+    # the totals per currency, each in its minor unit (two currencies are never added)
+    posted_by = {r["currency"]: int(r["total"]) for r in await conn.fetch(
+        "SELECT currency, sum(amount_paise) AS total FROM live_ledger_entries"
+        " WHERE workflow_id = $1 GROUP BY currency", workflow_id)}
+    flagged_by: dict[str, int] = {}
+    for r in per_supplier:
+        flagged_by[r["currency"]] = flagged_by.get(r["currency"], 0) + int(r["flagged_total"])
     return {
+        "ledger_by_currency": posted_by,
+        "flagged_by_currency": flagged_by,
         "ledger_entries": ledger["n"],
         "ledger_total_paise": int(ledger["total"]),
         "per_supplier": [
             {"supplier_id": r["supplier_id"], "posted": r["posted"],
              "posted_paise": int(r["posted_total"]), "flagged": r["flagged"],
-             "flagged_paise": int(r["flagged_total"])}
+             "flagged_paise": int(r["flagged_total"]), "currency": r["currency"]}
             for r in per_supplier
         ],
         "flagged": flagged["n"],

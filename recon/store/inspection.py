@@ -13,8 +13,8 @@ SELECT
   (SELECT count(DISTINCT reference) FROM ledger_entries WHERE workflow_id = $1) AS distinct_keys,
   (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND reverses IS NOT NULL)
       AS reversals,
-  (SELECT coalesce(sum(amount_paise), 0) FROM ledger_entries WHERE workflow_id = $1)
-      AS ledger_net_paise,
+  (SELECT coalesce(sum(amount_paise), 0) FROM ledger_entries WHERE workflow_id = $1
+      AND currency = 'INR') AS ledger_net_paise,
   (SELECT count(*) FROM invoice_reads WHERE workflow_id = $1) AS invoice_reads,
   (SELECT count(*) FROM run_invoices WHERE workflow_id = $1) AS invoices,
   (SELECT count(*) FROM mismatches WHERE workflow_id = $1) AS mismatches,
@@ -49,8 +49,8 @@ SELECT
       AS ledger_live,
   (SELECT count(*) FROM ledger_entries WHERE workflow_id = $1 AND reverses IS NOT NULL)
       AS ledger_reversals,
-  (SELECT coalesce(sum(amount_paise), 0) FROM ledger_entries WHERE workflow_id = $1)
-      AS ledger_net_paise,
+  (SELECT coalesce(sum(amount_paise), 0) FROM ledger_entries WHERE workflow_id = $1
+      AND currency = 'INR') AS ledger_net_paise,
   (SELECT count(*) FROM stock_movements m WHERE m.workflow_id = $1 AND m.reverses IS NULL
       AND NOT EXISTS (SELECT 1 FROM stock_movements r WHERE r.reverses = m.key))
       AS stock_live,
@@ -72,10 +72,18 @@ async def status_counts(pool: asyncpg.Pool, workflow_id: str) -> dict[str, int]:
     return {k: int(v) for k, v in (await pool.fetchrow(_STATUS_COUNTS, workflow_id)).items()}
 
 
+async def ledger_net_by_currency(pool: asyncpg.Pool, workflow_id: str) -> dict[str, int]:
+    """The net of every entry of a run (reversals included) per currency, each in its own minor
+    unit: `ledger_net_paise` is the ₹ one, and two currencies are never added."""
+    return {r["currency"]: int(r["net"]) for r in await pool.fetch(
+        "SELECT currency, sum(amount_paise) AS net FROM ledger_entries WHERE workflow_id = $1"
+        " GROUP BY currency ORDER BY currency", workflow_id)}
+
+
 async def ledger_references(pool: asyncpg.Pool, workflow_id: str) -> list[asyncpg.Record]:
     """Every ledger entry of a run in posting order, each with whether a reversal points at it."""
     return await pool.fetch(
-        "SELECT l.reference, l.supplier_id, l.amount_paise, l.kind,"
+        "SELECT l.reference, l.supplier_id, l.amount_paise, l.currency, l.kind,"
         " EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference) AS reversed"
         " FROM ledger_entries l WHERE l.workflow_id = $1 ORDER BY l.posted_at, l.reference",
         workflow_id,

@@ -57,14 +57,16 @@ _INSERT = """
 INSERT INTO ledger_entries
     (reference, workflow_id, invoice_no, supplier_id, line_no, kind, amount_paise, memo,
      reverses, fence_token, taxable_paise, cgst_paise, sgst_paise, igst_paise, cess_paise,
-     vat_paise)
+     vat_paise, currency)
 SELECT r, w, i, s, l, k, a, m, v, $10,
        CASE WHEN v IS NULL THEN tx ELSE -o.taxable_paise END,
        CASE WHEN v IS NULL THEN cg ELSE -o.cgst_paise END,
        CASE WHEN v IS NULL THEN sg ELSE -o.sgst_paise END,
        CASE WHEN v IS NULL THEN ig ELSE -o.igst_paise END,
        CASE WHEN v IS NULL THEN ce ELSE -o.cess_paise END,
-       CASE WHEN v IS NULL THEN va ELSE -o.vat_paise END
+       CASE WHEN v IS NULL THEN va ELSE -o.vat_paise END,
+       -- the amount's currency: a reversal's is its entry's, any other the supplier's
+       coalesce(o.currency, (SELECT p.currency FROM suppliers p WHERE p.supplier_id = s), 'INR')
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[],
             $8::text[], $9::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
             $15::bigint[], $16::bigint[]) AS x(r, w, i, s, l, k, a, m, v, tx, cg, sg, ig, ce, va)

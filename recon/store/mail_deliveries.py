@@ -159,7 +159,7 @@ async def get_message(conn: Db, key: str) -> asyncpg.Record | None:
 # `carried_from`).
 _NOTE_LINES = """
 SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount_paise,
-       c.sku, c.invoiced_qty, c.received_qty,
+       s.currency, c.sku, c.invoiced_qty, c.received_qty,
        -- the prices as compared: with a fraction of a paisa when a document stated one
        coalesce(c.invoice_price_exact, c.invoice_price_paise) AS invoice_price_paise,
        coalesce(c.po_price_exact, c.po_price_paise) AS po_price_paise,
@@ -216,7 +216,7 @@ ORDER BY a.po_number, a.sku, a.business_date, a.invoice_no
 """
 
 _SUPPLIERS = f"""
-SELECT l.supplier_id, s.name, count(*) AS entries, sum(l.amount_paise) AS total,
+SELECT l.supplier_id, s.name, count(*) AS entries, sum(l.amount_paise) AS total, l.currency,
        o.key AS note_key, o.state AS note_state
 FROM ledger_entries l
 JOIN suppliers s USING (supplier_id)
@@ -224,8 +224,8 @@ LEFT JOIN (SELECT key, supplier_id, {STATE_SQL} AS state FROM live_debit_notes
            WHERE workflow_id = $1) o USING (supplier_id)
 WHERE l.workflow_id = $1 AND l.kind <> 'reversal'
   AND NOT EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference)
-GROUP BY l.supplier_id, s.name, o.key, o.state
-ORDER BY l.supplier_id
+GROUP BY l.supplier_id, s.name, l.currency, o.key, o.state
+ORDER BY l.supplier_id, l.currency
 """
 
 
@@ -246,7 +246,8 @@ async def debit_note_history(conn: Db, workflow_id: str, warehouse: str, busines
 
 
 async def summary_suppliers(conn: Db, workflow_id: str) -> list[asyncpg.Record]:
-    """Per supplier: live entries, their total, and the state of the live debit note."""
+    """Per supplier: live entries, their total in the currency they were posted in, and the state
+    of the live debit note."""
     return await conn.fetch(_SUPPLIERS, workflow_id)
 
 

@@ -29,7 +29,7 @@ class Scope:
 
 # $1 run, $2 supplier (or NULL), $3 references (or NULL)
 _LEDGER = """
-SELECT l.reference, l.invoice_no, l.supplier_id, l.line_no, l.amount_paise
+SELECT l.reference, l.invoice_no, l.supplier_id, l.line_no, l.amount_paise, l.currency
 FROM ledger_entries l
 WHERE l.workflow_id = $1 AND l.reverses IS NULL AND l.kind <> 'reversal'
   AND ($2::text IS NULL OR l.supplier_id = $2)
@@ -53,7 +53,9 @@ ORDER BY m.moved_at DESC, m.key DESC
 _NOTES = """
 SELECT o.key, o.supplier_id, o.recipient, o.amount_paise, o.sent_at,
        coalesce((SELECT s.name FROM suppliers s WHERE s.supplier_id = o.supplier_id), o.supplier_id)
-           AS supplier_name
+           AS supplier_name,
+       coalesce((SELECT s.currency FROM suppliers s WHERE s.supplier_id = o.supplier_id), 'INR')
+           AS currency
 FROM outbox o
 WHERE o.workflow_id = $1 AND o.kind = 'debit-note'
   AND ($2::text IS NULL OR o.supplier_id = $2)
@@ -75,6 +77,14 @@ class UndoPlan:
         return sum(r["amount_paise"] for r in self.ledger)
 
     @property
+    def ledger_by_currency(self) -> dict[str, int]:
+        """The entries' sum per currency (two currencies are never added)."""
+        sums: dict[str, int] = {}
+        for r in self.ledger:
+            sums[r["currency"]] = sums.get(r["currency"], 0) + r["amount_paise"]
+        return sums
+
+    @property
     def empty(self) -> bool:
         return not (self.ledger or self.stock or self.notes)
 
@@ -89,6 +99,18 @@ async def reversed_paise(conn: asyncpg.Connection | asyncpg.Pool, scope: Scope) 
         " AND ($3::text[] IS NULL OR o.reference = ANY($3))",
         *scope.params(),
     ))
+
+
+async def reversed_by_currency(conn: asyncpg.Connection | asyncpg.Pool,
+                               scope: Scope) -> dict[str, int]:
+    """`reversed_paise` per currency, as `recon undo` reports it (never one sum of two)."""
+    return {r["currency"]: int(r["total"]) for r in await conn.fetch(
+        "SELECT r.currency, -sum(r.amount_paise) AS total FROM ledger_entries r"
+        " JOIN ledger_entries o ON o.reference = r.reverses"
+        " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
+        " AND ($3::text[] IS NULL OR o.reference = ANY($3)) GROUP BY r.currency",
+        *scope.params(),
+    )}
 
 
 async def plan_undo(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -> UndoPlan:
