@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from recon.documents import master_fields as f
 from recon.documents.master_csv import field, records, refusal
-from recon.domain.money import rupees
+from recon.domain.money import BASE_CURRENCY, amount
 
 SUPPLIER_COLUMNS = ("supplier_id", "name", "email")
 SUPPLIER_OPTIONAL = ("gstin",)
@@ -205,10 +205,11 @@ def price_changed_after_billing(file: str, found) -> Exception:
                        f"already billed ({found['invoice_no']} of {found['supplier_id']}) in "
                        f"{found['stored_unit']}; its unit cannot become {found['given_unit']} "
                        "(put it on a new PO line or PO)")
+    cur = found["currency"] or BASE_CURRENCY  # the supplier's: its orders are priced in it
     return refusal(file, found["line"], "unit_price", f"{found['po_number']} line "
                    f"{found['sku']} is already billed ({found['invoice_no']} of "
-                   f"{found['supplier_id']}) at the PO price {rupees(found['stored'])}; its "
-                   f"price cannot become {rupees(found['given'])} (put the new price on a new "
+                   f"{found['supplier_id']}) at the PO price {amount(found['stored'], cur)}; its "
+                   f"price cannot become {amount(found['given'], cur)} (put the new price on a new "
                    "PO line or PO)")
 
 

@@ -91,13 +91,14 @@ WITH billed AS (
 SELECT * FROM (
     SELECT t.line, 'price_changed_after_billing' AS problem, t.po_number, t.sku,
            t.stored_price AS stored, t.given_price AS given, b.invoice_no, b.supplier_id,
-           0::bigint AS received, 0::bigint AS billed, t.stored_unit, t.given_unit
+           0::bigint AS received, 0::bigint AS billed, t.stored_unit, t.given_unit,
+           (SELECT s.currency FROM suppliers s WHERE s.supplier_id = b.supplier_id) AS currency
     FROM load_touched_lines t
     JOIN billed_per_line b ON b.po_number = t.po_number AND b.sku = t.sku
     WHERE t.repriced OR t.given_unit <> t.stored_unit
     UNION ALL
     SELECT t.line, 'qty_below_books', t.po_number, t.sku, t.stored_qty, t.given_qty, NULL, NULL,
-           coalesce(r.received, 0), coalesce(b.billed, 0), NULL, NULL
+           coalesce(r.received, 0), coalesce(b.billed, 0), NULL, NULL, NULL
     FROM load_touched_lines t
     LEFT JOIN billed_per_line b ON b.po_number = t.po_number AND b.sku = t.sku
     LEFT JOIN received r ON r.po_number = t.po_number AND r.sku = t.sku
