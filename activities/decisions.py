@@ -25,11 +25,12 @@ from recon.domain.decisions import (
     DecisionVerdict,
     canonical_decision,
     four_eyes,
-    needs_four_eyes,
+    over_limit,
+    stake_needs_four_eyes,
     staleness,
 )
 from recon.domain.keys import undo_workflow_id
-from recon.domain.money import rupees
+from recon.domain.money import BASE_CURRENCY, amounts, rupees
 from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
 from recon.store import approvers, requests
@@ -121,14 +122,18 @@ class DecisionActivities(Room):
         park_problem = await self._park_problem(c)
         if park_problem:
             return DecisionVerdict(approver=name, refused=park_problem)
-        stake = await decision_store.money_at_stake(pool, c.night, c.supplier_id, c.decision, c.park)
-        if person.limit_paise is not None and stake > person.limit_paise:
+        # per currency: a limit and the four-eyes amount are ₹, and a stake in another currency
+        # is over them (no rate is assumed; recon/domain/decisions.py)
+        stakes = await decision_store.money_at_stake(pool, c.night, c.supplier_id, c.decision,
+                                                     c.park)
+        stake = stakes.get(BASE_CURRENCY, 0)
+        if over_limit(stakes, person.limit_paise):
             return DecisionVerdict(approver=name, stake_paise=stake, refused=(
-                f"over {name}'s limit: this {c.decision} puts {rupees(stake)} at stake, "
+                f"over {name}'s limit: this {c.decision} puts {amounts(stakes)} at stake, "
                 f"{name} may decide up to {rupees(person.limit_paise)}"))
-        if not needs_four_eyes(c.decision, c.park, stake, self.settings.four_eyes_paise):
+        if not stake_needs_four_eyes(c.decision, c.park, stakes, self.settings.four_eyes_paise):
             return DecisionVerdict(approver=name, stake_paise=stake)
-        return four_eyes(c, name, stake)
+        return four_eyes(c, name, stake, amounts(stakes))
 
     async def _park_problem(self, c: DecisionCheck) -> str | None:
         """The same check for every client (CLI, Web UI, a bare Update): an invoice that is not

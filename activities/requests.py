@@ -54,7 +54,7 @@ class RequestActivities(Room):
         verified = person is not None and verifies(person.public_key, canonical_request(
             c.purpose, run=c.run, supplier=c.supplier_id, references=c.references,
             reason=c.reason, by=c.by, signed_at=c.signed_at), c.signature)
-        stake = 0
+        stake: dict[str, int] = {}
         if verified:
             stake = await (requests.undo_stake(pool, c.run, c.supplier_id, c.references)
                            if c.purpose == UNDO
@@ -63,7 +63,7 @@ class RequestActivities(Room):
                         signed_at=c.signed_at, signature=c.signature,
                         received_at=datetime.fromisoformat(c.received_at),
                         max_age=timedelta(seconds=self.settings.decision_max_age_seconds),
-                        stake_paise=stake)
+                        stake=stake)
         if verdict.refused:
             return verdict
         digest = signature_digest(c.signature)

@@ -280,12 +280,13 @@ class DecisionDesk:
             return None, verdict.refused, True
         signed = d.model_copy(update={"by": verdict.approver, "park": sorted(set(d.park))})
         if verdict.first_of_two or verdict.confirms:
-            return self._four_eyes(signed, verdict.stake_paise)
+            return self._four_eyes(signed, verdict.stake_paise, verdict.stake_words)
         if self.first is not None:  # another decision ends the wait for a second approver
             workflow.upsert_memo({"awaiting_second_approver": None})
         return signed, f"{d.decision} accepted for handover #{d.handover_no}", False
 
-    def _four_eyes(self, d: Decision, stake: int) -> tuple[Decision | None, str, bool]:
+    def _four_eyes(self, d: Decision, stake: int,
+                   words: str = "") -> tuple[Decision | None, str, bool]:
         first = self.first
         if first is None:
             self.first = d
@@ -293,7 +294,8 @@ class DecisionDesk:
                 "handover": d.handover_no, "decision": d.decision, "by": d.by,
                 "parked": d.park}})
             return None, (f"{d.decision} by {d.by} recorded for handover #{d.handover_no}: "
-                          f"{rupees(stake)} at stake needs a second approver (four eyes)"), False
+                          f"{words or rupees(stake)} at stake needs a second approver (four "
+                          "eyes)"), False
         if first.by == d.by:  # two checks of one approver raced
             return None, f"four eyes: {d.by} already approved handover #{d.handover_no}", True
         if (first.decision, first.park) != (d.decision, d.park):

@@ -11,11 +11,12 @@ the activity checks it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from recon.domain.money import rupees
+from recon.domain.money import BASE_CURRENCY, rupees
 
 # What a decision may hold (the Update's validator refuses more, before anything is written).
 MAX_BY = 64  # an approver's name
@@ -72,6 +73,25 @@ def staleness(signed_at: str, received_at: datetime, max_age: timedelta) -> str 
     return None
 
 
+def over_limit(stake: Mapping[str, int], limit_paise: int | None) -> bool:
+    """An approver's limit is an amount in ₹. A stake in another currency cannot be weighed
+    against it (no rate is assumed, none is read), so any such stake is over every limit set:
+    only an approver without a limit may take it."""
+    if limit_paise is None:
+        return False
+    return stake.get(BASE_CURRENCY, 0) > limit_paise or any(
+        v for c, v in stake.items() if c != BASE_CURRENCY)
+
+
+def stake_needs_four_eyes(decision: str, park: list[str], stake: Mapping[str, int],
+                          four_eyes_paise: int) -> bool:
+    """`needs_four_eyes` on a stake per currency: its ₹ part against the ₹ amount, and any part in
+    another currency as above it (for the same reason as `over_limit`)."""
+    elsewhere = any(v for c, v in stake.items() if c != BASE_CURRENCY)
+    return needs_four_eyes(decision, park, stake.get(BASE_CURRENCY, 0), four_eyes_paise) or (
+        bool(four_eyes_paise) and elsewhere and (decision == "resume" or bool(park)))
+
+
 def needs_four_eyes(decision: str, park: list[str], stake_paise: int,
                     four_eyes_paise: int) -> bool:
     """Above the four-eyes amount (0 = off), a decision that sends debit notes (`resume`) or
@@ -111,19 +131,22 @@ class DecisionVerdict(BaseModel):
 
     refused: str = ""
     approver: str = ""  # the key's owner, when the signature verified
-    stake_paise: int = 0
+    stake_paise: int = 0  # the ₹ part
+    stake_words: str = ""  # the whole stake per currency ("₹200, €8.00"); empty in older results
     first_of_two: bool = False
     confirms: str = ""  # the first approver this decision confirms (four eyes)
 
 
-def four_eyes(c: DecisionCheck, name: str, stake: int) -> DecisionVerdict:
+def four_eyes(c: DecisionCheck, name: str, stake: int, words: str = "") -> DecisionVerdict:
     """Above RECON_FOUR_EYES_PAISE: the first approval waits for a second, different approver
-    who signs the same decision and park list (the note may differ)."""
+    who signs the same decision and park list (the note may differ). `stake` is the ₹ part;
+    `words` the whole stake as people read it, per currency."""
     if not c.first_approver:
-        return DecisionVerdict(approver=name, stake_paise=stake, first_of_two=True)
+        return DecisionVerdict(approver=name, stake_paise=stake, stake_words=words,
+                               first_of_two=True)
     if c.first_approver == name:
         return DecisionVerdict(approver=name, stake_paise=stake, refused=(
-            f"four eyes: {rupees(stake)} at stake needs a second approver; {name} already "
+            f"four eyes: {words or rupees(stake)} at stake needs a second approver; {name} already "
             f"approved this handover"))
     if (c.first_decision, sorted(c.first_park)) != (c.decision, sorted(c.park)):
         parked = f" parking {', '.join(c.first_park)}" if c.first_park else ""

@@ -16,13 +16,14 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from recon.domain.decisions import staleness
-from recon.domain.money import rupees
+from recon.domain.decisions import over_limit, staleness
+from recon.domain.money import BASE_CURRENCY, amounts, rupees
 
 UNDO = "recon-undo/1"
 REDO = "recon-redo/1"
@@ -128,7 +129,7 @@ def already_used(used_for: str, used_at: datetime) -> str:
 
 def judge(purpose: str, *, by: str, signer: Signer | None, verified: bool, signed_at: str,
           signature: str, received_at: datetime, max_age: timedelta,
-          stake_paise: int) -> RequestVerdict:
+          stake: Mapping[str, int]) -> RequestVerdict:
     """The verdict on a request, from what was read: `signer` is the approver on record under
     the name it carries, `verified` whether the signature verifies against that key."""
     what = WHAT.get(purpose, purpose)
@@ -149,8 +150,17 @@ def judge(purpose: str, *, by: str, signer: Signer | None, verified: bool, signe
     stale = staleness(signed_at, received_at, max_age)
     if stale:
         return RequestVerdict(approver=name, refused=stale)
-    if signer.limit_paise is not None and stake_paise > signer.limit_paise:
+    stake_paise = stake.get(BASE_CURRENCY, 0)  # what goes on record; the rest is in the words
+    if over_limit(stake, signer.limit_paise):
         return RequestVerdict(approver=name, stake_paise=stake_paise, refused=(
-            f"over {name}'s limit: this {what} moves {rupees(stake_paise)}, {name} may decide "
-            f"up to {rupees(signer.limit_paise)}"))
+            f"over {name}'s limit: this {what} moves {amounts(stake)}, {name} may decide "
+            f"up to {rupees(signer.limit_paise)}" + _NO_RATE * _elsewhere(stake)))
     return RequestVerdict(approver=name, stake_paise=stake_paise)
+
+
+# said when a stake in another currency is refused against a ₹ limit
+_NO_RATE = " (a ₹ limit cannot weigh another currency: no rate is assumed)"
+
+
+def _elsewhere(stake: Mapping[str, int]) -> bool:
+    return any(v for c, v in stake.items() if c != BASE_CURRENCY)

@@ -40,21 +40,25 @@ async def refusals_of(conn: asyncpg.Connection | asyncpg.Pool,
 # the size of what the decision parks (absolute amounts of those invoices' open mismatches).
 _STAKE_OF_GOING_ON = """
 WITH open_rows AS (
-    SELECT supplier_id, invoice_no, amount_paise FROM open_mismatches
-    WHERE workflow_id = $1 AND ($3::text IS NULL OR supplier_id = $3)
+    SELECT m.supplier_id, m.invoice_no, m.amount_paise, coalesce(s.currency, 'INR') AS currency
+    FROM open_mismatches m LEFT JOIN suppliers s USING (supplier_id)
+    WHERE m.workflow_id = $1 AND ($3::text IS NULL OR m.supplier_id = $3)
 ), owed AS (
-    SELECT sum(amount_paise) AS total FROM open_rows
-    WHERE invoice_no <> ALL($2::text[]) GROUP BY supplier_id
+    SELECT currency, sum(amount_paise) AS total FROM open_rows
+    WHERE invoice_no <> ALL($2::text[]) GROUP BY supplier_id, currency
+), parts AS (
+    SELECT currency, total FROM owed WHERE total > 0
+    UNION ALL
+    SELECT currency, abs(amount_paise) FROM open_rows WHERE invoice_no = ANY($2::text[])
 )
-SELECT (SELECT coalesce(sum(total), 0) FROM owed WHERE total > 0)
-     + (SELECT coalesce(sum(abs(amount_paise)), 0) FROM open_rows
-        WHERE invoice_no = ANY($2::text[]))
+SELECT currency, sum(total) AS total FROM parts GROUP BY currency
 """
 
 # An undo reverses every live entry of the night (or of the redo's supplier).
 _STAKE_OF_UNDO = """
-SELECT coalesce(sum(abs(amount_paise)), 0) FROM live_ledger_entries
+SELECT currency, sum(abs(amount_paise)) AS total FROM live_ledger_entries
 WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)
+GROUP BY currency
 """
 
 # bigint holds ±9.2e18 paise; a sum of many bigints is numeric in Postgres and may exceed it.
@@ -62,11 +66,13 @@ _BIGINT_MAX = 2**63 - 1
 
 
 async def money_at_stake(conn: asyncpg.Connection | asyncpg.Pool, night: str,
-                         supplier_id: str | None, decision: str, park: list[str]) -> int:
-    """Paise a decision moves: for resume and retry, the debit notes it lets go out plus what it
-    parks; for undo, the live ledger it reverses (docs/design.md §3)."""
+                         supplier_id: str | None, decision: str,
+                         park: list[str]) -> dict[str, int]:
+    """What a decision moves, per currency in its minor unit (never one sum of two): for resume
+    and retry, the debit notes it lets go out plus what it parks; for undo, the live ledger it
+    reverses (docs/design.md §3)."""
     if decision == "undo":
-        total = await conn.fetchval(_STAKE_OF_UNDO, night, supplier_id)
+        rows = await conn.fetch(_STAKE_OF_UNDO, night, supplier_id)
     else:
-        total = await conn.fetchval(_STAKE_OF_GOING_ON, night, list(park), supplier_id)
-    return min(int(total), _BIGINT_MAX)
+        rows = await conn.fetch(_STAKE_OF_GOING_ON, night, list(park), supplier_id)
+    return {r["currency"]: min(int(r["total"]), _BIGINT_MAX) for r in rows if r["total"]}

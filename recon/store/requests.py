@@ -99,26 +99,31 @@ async def spend(conn: Db, digest: bytes, *, purpose: str, run: str, target: str,
     return None
 
 
-async def undo_stake(conn: Db, run: str, supplier_id: str | None, references: list[str]) -> int:
-    """Paise an undo reverses: the live ledger entries in its scope, absolute."""
-    total = await conn.fetchval(
-        "SELECT coalesce(sum(abs(amount_paise)), 0) FROM live_ledger_entries"
+async def undo_stake(conn: Db, run: str, supplier_id: str | None,
+                     references: list[str]) -> dict[str, int]:
+    """What an undo reverses, per currency (minor units): the live ledger entries in its scope,
+    absolute."""
+    return {r["currency"]: min(int(r["total"]), _BIGINT_MAX) for r in await conn.fetch(
+        "SELECT currency, sum(abs(amount_paise)) AS total FROM live_ledger_entries"
         " WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)"
-        " AND ($3::text[] IS NULL OR reference = ANY($3))",
-        run, supplier_id, list(references) or None)
-    return min(int(total), _BIGINT_MAX)
+        " AND ($3::text[] IS NULL OR reference = ANY($3)) GROUP BY currency",
+        run, supplier_id, list(references) or None) if r["total"]}
 
 
 # What a redo posts again: the open mismatches in scope with no live entry in any generation.
 _REDO_STAKE = """
 WITH g AS (SELECT recon_generation($1) AS n)
-SELECT coalesce(sum(abs(m.amount_paise)), 0) FROM open_mismatches m, g
+SELECT coalesce(s.currency, 'INR') AS currency, sum(abs(m.amount_paise)) AS total
+FROM open_mismatches m CROSS JOIN g LEFT JOIN suppliers s ON s.supplier_id = m.supplier_id
 WHERE m.workflow_id = $1 AND ($2::text IS NULL OR m.supplier_id = $2)
   AND NOT EXISTS (SELECT 1 FROM generate_series(1, g.n) AS gen
                   JOIN live_ledger_entries l ON l.reference = recon_key(m.reference, gen))
+GROUP BY 1
 """
 
 
-async def redo_stake(conn: Db, run: str, supplier_id: str | None) -> int:
-    """Paise a redo posts again (absolute), as recon.store.undo.to_redo counts its rows."""
-    return min(int(await conn.fetchval(_REDO_STAKE, run, supplier_id)), _BIGINT_MAX)
+async def redo_stake(conn: Db, run: str, supplier_id: str | None) -> dict[str, int]:
+    """What a redo posts again (absolute), per currency, as recon.store.undo.to_redo counts its
+    rows."""
+    return {r["currency"]: min(int(r["total"]), _BIGINT_MAX)
+            for r in await conn.fetch(_REDO_STAKE, run, supplier_id) if r["total"]}

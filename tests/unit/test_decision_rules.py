@@ -112,3 +112,14 @@ def test_printable_shows_control_characters_as_escapes() -> None:
     assert printable("abc\u202edcba") == "abc\\u202edcba", "a bidi override turns text around"
     assert printable("line 1\nline 2\r", keep_newlines=True) == "line 1\nline 2\\r"
     assert printable(42) == "42"
+
+
+def test_a_stake_in_another_currency_is_over_every_rupee_limit_and_needs_four_eyes() -> None:
+    """Limits and the four-eyes amount are ₹; €8.00 is not 800 paise and no rate is assumed."""
+    assert not decisions.over_limit({"INR": 100}, 100) and decisions.over_limit({"INR": 101}, 100)
+    assert decisions.over_limit({"EUR": 800}, 10**12) and not decisions.over_limit({"EUR": 1}, None)
+    assert decisions.stake_needs_four_eyes("resume", [], {"EUR": 1}, 10_000)
+    assert not decisions.stake_needs_four_eyes("resume", [], {"EUR": 1}, 0), "off stays off"
+    assert not decisions.stake_needs_four_eyes("retry", [], {"EUR": 10**9}, 10_000)
+    assert decisions.stake_needs_four_eyes("resume", [], {"INR": 10_001}, 10_000)
+    assert not decisions.stake_needs_four_eyes("resume", [], {"INR": 10_000}, 10_000)

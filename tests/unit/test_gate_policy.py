@@ -42,3 +42,22 @@ def test_exact_at_the_limits() -> None:
     assert reasons_to_hold(replace(at, moved=10_000_01), POLICY)
     assert reasons_to_hold(replace(QUIET, parked=10), POLICY) == []  # exactly 10%
     assert reasons_to_hold(replace(QUIET, parked=11), POLICY)
+
+
+def test_each_currency_is_weighed_against_its_own_invoiced_total() -> None:
+    """€8.00 moved on €108.00 invoiced is 7.4 % of the EUR night, whatever the ₹ night holds; the
+    ₹ caps weigh ₹ alone (no rate is assumed): 2·10⁹ cents moved within their share pass them."""
+    from recon.store.gate import CurrencyFigures
+
+    rupees = CurrencyFigures("INR", 200_00, 200_00, 1_200_00, "A", 200_00)
+    euros = CurrencyFigures("EUR", 8_00, 8_00, 108_00, "B", 8_00)
+    night = replace(QUIET, invoices=2, moved=200_00, net=200_00, invoiced=1_200_00,
+                    by_currency=(rupees, euros))
+    assert reasons_to_hold(night, POLICY) == [
+        "adjustments move ₹200, 16.7% of the ₹1,200 invoiced, above the 5% threshold",
+        "EUR adjustments move €8.00, 7.4% of the €108.00 invoiced, above the 5% threshold",
+    ]
+    within = replace(night, by_currency=(
+        replace(rupees, moved=0, net=0, largest_supplier_moved=0),
+        CurrencyFigures("EUR", 2 * 10**9, 2 * 10**9, 10**11, "B", 2 * 10**9)))
+    assert reasons_to_hold(within, POLICY) == [], "a ₹ cap never weighs cents"

@@ -72,10 +72,10 @@ def test_a_request_signature_is_good_for_its_purpose_and_fields_only() -> None:
     assert not verifies(raw_public(key), as_redo, signature), "an undo's signature is no redo's"
 
 
-def _judge(signer: _Signer | None, verified: bool = True, stake: int = 0, **more):
+def _judge(signer: _Signer | None, verified: bool = True, stake: int | dict = 0, **more):
     fields = dict(by="asha", signer=signer, verified=verified, signed_at=SIGNED_AT,
                   signature="c2ln", received_at=RECEIVED, max_age=timedelta(minutes=15),
-                  stake_paise=stake)
+                  stake={"INR": stake} if isinstance(stake, int) else stake)
     fields.update(more)
     return judge(UNDO, **fields)
 
@@ -91,6 +91,16 @@ def test_the_verdict_refuses_unsigned_unknown_forged_revoked_stale_and_over_limi
     assert "over asha's limit" in over.refused and over.stake_paise == 101
     ok = _judge(_Signer(limit_paise=100), stake=100)
     assert (ok.refused, ok.approver, ok.stake_paise) == ("", "asha", 100)
+
+
+def test_a_limit_in_rupees_never_weighs_another_currency() -> None:
+    """An approver's limit is ₹: cents are not paise, and no rate is assumed, so a stake in
+    another currency is over every limit set; an approver without a limit may take it."""
+    euros = _judge(_Signer(limit_paise=10**12), stake={"EUR": 800})
+    assert euros.refused == ("over asha's limit: this undo moves €8.00, asha may decide up to "
+                             "₹10,00,00,00,000 (a ₹ limit cannot weigh another currency: no rate "
+                             "is assumed)"), euros.refused
+    assert _judge(_Signer(limit_paise=None), stake={"EUR": 800}).refused == ""
 
 
 def test_a_spent_signature_is_known_by_its_bytes_however_it_is_spelled() -> None:
