@@ -33,7 +33,7 @@ from recon.store import approvers, bounces, mail_deliveries, requests
 
 
 async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asyncpg.Record,
-                   signed: SignedRequest, to: str | None, note: str, stake: int,
+                   signed: SignedRequest, to: str | None, note: str, stake: dict[str, int],
                    max_age: timedelta) -> str | None:
     """Why this signed answer cannot be taken (recorded), or None: then its signature is spent."""
     received = await requests.clock(conn)
@@ -43,7 +43,7 @@ async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asy
         signed.signature)
     verdict = judge(purpose, by=signed.by, signer=person, verified=verified,
                     signed_at=signed.signed_at, signature=signed.signature, received_at=received,
-                    max_age=max_age, stake_paise=stake if verified else 0)
+                    max_age=max_age, stake=stake if verified else {})
     refused = verdict.refused
     if not refused:
         digest = signature_digest(signed.signature)
@@ -74,7 +74,8 @@ async def resend(pool: asyncpg.Pool, key: str, signed: SignedRequest, to: str | 
             state = "delivered" if row["sent_at"] else "still being tried"
             raise NotRefused(f"message {key} was not refused ({state}): nothing to resend")
         refused = await _refusal(conn, MAIL_RESEND, key=key, row=row, signed=signed, to=to,
-                                 note=note, stake=abs(row["amount_paise"] or 0), max_age=max_age)
+                                 note=note, stake={row["currency"]: abs(row["amount_paise"] or 0)},
+                                 max_age=max_age)
         if refused is None:
             await mail_deliveries.queue_again(conn, key, to)
             await bounces.decide(conn, key, "resend", signed.by,
@@ -94,7 +95,7 @@ async def dismiss(pool: asyncpg.Pool, key: str, signed: SignedRequest, note: str
         if row is None or not await bounces.is_open(conn, key):
             raise LookupError(f"no open delivery handover for {key!r} (see `recon handovers`)")
         refused = await _refusal(conn, MAIL_DISMISS, key=key, row=row, signed=signed, to=None,
-                                 note=note, stake=0, max_age=max_age)
+                                 note=note, stake={}, max_age=max_age)
         if refused is None:
             await bounces.dismiss(conn, key, signed.by, note)
     if refused is not None:

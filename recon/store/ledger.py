@@ -217,9 +217,10 @@ async def verify_adjustments(
 async def live_adjustment_total(
     conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str | None = None
 ) -> int:
-    """What the run's live entries add up to, in paise (reversed entries and reversals excluded)."""
+    """What the run's live ₹ entries add up to, in paise (reversed entries and reversals
+    excluded; another currency's entries are never added to them)."""
     return int(await conn.fetchval(
         "SELECT coalesce(sum(amount_paise), 0) FROM live_ledger_entries"
-        " WHERE workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
+        " WHERE currency = 'INR' AND workflow_id = $1 AND ($2::text IS NULL OR supplier_id = $2)",
         workflow_id, supplier_id,
     ))

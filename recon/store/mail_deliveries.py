@@ -109,9 +109,12 @@ async def undelivered(conn: Db, workflow_id: str) -> int:
 
 # ---------------------------------------------------------------------------- answering a refusal
 async def lock_message(conn: asyncpg.Connection, key: str) -> asyncpg.Record | None:
-    """The message's delivery state, locked until the caller's transaction ends."""
-    return await conn.fetchrow("SELECT recipient, failed_at, sent_at, workflow_id, amount_paise"
-                               " FROM outbox WHERE key = $1 FOR UPDATE", key)
+    """The message's delivery state, locked until the caller's transaction ends; `currency` is
+    its amount's (a supplier's note: the supplier's; any other message: ₹)."""
+    return await conn.fetchrow(
+        "SELECT recipient, failed_at, sent_at, workflow_id, amount_paise,"
+        " coalesce((SELECT s.currency FROM suppliers s WHERE s.supplier_id = o.supplier_id),"
+        " 'INR') AS currency FROM outbox o WHERE key = $1 FOR UPDATE OF o", key)
 
 
 async def queue_again(conn: asyncpg.Connection, key: str, to: str | None) -> None:

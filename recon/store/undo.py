@@ -90,12 +90,12 @@ class UndoPlan:
 
 
 async def reversed_paise(conn: asyncpg.Connection | asyncpg.Pool, scope: Scope) -> int:
-    """What the reversals of the scope's originals add up to, as a positive amount: every
-    reversal on record, whichever undo wrote it."""
+    """What the reversals of the scope's originals add up to in ₹, as a positive amount: every
+    reversal on record, whichever undo wrote it (other currencies: `reversed_by_currency`)."""
     return int(await conn.fetchval(
         "SELECT coalesce(-sum(r.amount_paise), 0) FROM ledger_entries r"
         " JOIN ledger_entries o ON o.reference = r.reverses"
-        " WHERE o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
+        " WHERE r.currency = 'INR' AND o.workflow_id = $1 AND ($2::text IS NULL OR o.supplier_id = $2)"
         " AND ($3::text[] IS NULL OR o.reference = ANY($3))",
         *scope.params(),
     ))

@@ -2,7 +2,7 @@
 currency end to end. The ledger entry is in the supplier's currency, the debit note says €8.00
 (never "₹8"), the gate weighs each currency against its own invoiced total, the summary, `recon
 status` and `recon inspect` list € and ₹ side by side (never one sum of two currencies), and the
-supplier's EUR credit note is shown in €."""
+supplier's EUR credit note is shown in €. An approver's ₹ limit never weighs euros."""
 
 from __future__ import annotations
 
@@ -76,6 +76,19 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
         assert "₹208" not in held and "₹1,308" not in held, held
         assert "2 of 2 ledger entries, ₹200, €8.00 of ₹200, €8.00" in held, held
         assert f"{s.b}: 1 of 1 entries, €8.00 of €8.00" in held, held
+        # An approver whose ₹ limit (₹1,000) is above the ₹200 cannot weigh the €8.00 with it: no
+        # rate is assumed, so the stake is over the limit (as ₹208 it was within it).
+        small, key = f"small-{warehouse}", tmp_path / "small.pem"
+        added = await asyncio.to_thread(
+            recon_cli, env, "approvers", "add", small, "--email", f"{small}@distributor.example",
+            "--role", "approver", "--limit", "1000", "--key-file", str(key))
+        assert added.returncode == 0, added.stderr
+        over = await asyncio.to_thread(recon_cli, dict(env, RECON_APPROVER_KEY=str(key)),
+                                       "approve", handle.id, "--handover", "1", "--decision",
+                                       "resume")
+        assert over.returncode != 0, over.stdout
+        assert (f"over {small}'s limit: this resume puts ₹200, €8.00 at stake, {small} may "
+                "decide up to ₹1,000") in over.stderr, over.stderr
         decision = await signed(pool, stack.state, handle.id, "resume", note="both true")
         await handle.execute_update("decide", decision)
         result = await asyncio.wait_for(handle.result(), 120)
