@@ -1,5 +1,5 @@
 """A night with a EUR supplier and a ₹ supplier (issue 37, item 4): every amount carries its
-currency end to end. The ledger entry is in the supplier's currency, the debit note says €8.00
+currency end to end. The ledger entry is in the supplier's currency, the debit note says €9.44
 (never "₹8"), the gate weighs each currency against its own invoiced total, the summary, `recon
 status` and `recon inspect` list € and ₹ side by side (never one sum of two currencies), and the
 supplier's EUR credit note is shown in €. An approver's ₹ limit never weighs euros."""
@@ -46,7 +46,8 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
     folder.mkdir()
     a_ids = PartyIds(gstin=s.gstin, name="A Ltd")
     b_ids = PartyIds(vat_id=s.vat, endpoint=s.endpoint, name="B GmbH")
-    # A bills ₹120.00 against ₹100.00: ₹200 over. B bills €10.80 against €10.00: €8.00 over.
+    # A bills ₹120.00 against ₹100.00: ₹200 over, ₹236 with its 18 % GST. B bills €10.80
+    # against €10.00: €8.00 over, €9.44 with its 18 % VAT (each claim carries its tax).
     (folder / "a.json").write_text(
         gst_writer.write(_doc(f"GST/{warehouse}/1", s.a, day, s.po_a, 12_000), a_ids))
     (folder / "b.xml").write_text(ubl_writer.write(
@@ -69,15 +70,15 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
         # never "₹208 ... of the ₹1,308 invoiced" (cents added to paise).
         held = await pool.fetchval("SELECT note FROM handovers WHERE workflow_id = $1",
                                    handle.id)
-        assert "adjustments move ₹200, 16.7% of the ₹1,200 invoiced, above the 5% threshold" \
+        assert "adjustments move ₹236, 19.7% of the ₹1,200 invoiced, above the 5% threshold" \
             in held, held
-        assert "EUR adjustments move €8.00, 7.4% of the €108.00 invoiced, above the 5% " \
+        assert "EUR adjustments move €9.44, 8.7% of the €108.00 invoiced, above the 5% " \
                "threshold" in held, held
-        assert "₹208" not in held and "₹1,308" not in held, held
-        assert "2 of 2 ledger entries, ₹200, €8.00 of ₹200, €8.00" in held, held
-        assert f"{s.b}: 1 of 1 entries, €8.00 of €8.00" in held, held
-        # An approver whose ₹ limit (₹1,000) is above the ₹200 cannot weigh the €8.00 with it: no
-        # rate is assumed, so the stake is over the limit (as ₹208 it was within it).
+        assert "₹245.44" not in held and "₹1,308" not in held, held
+        assert "2 of 2 ledger entries, ₹236, €9.44 of ₹236, €9.44" in held, held
+        assert f"{s.b}: 1 of 1 entries, €9.44 of €9.44" in held, held
+        # An approver whose ₹ limit (₹1,000) is above the ₹236 cannot weigh the €9.44 with it: no
+        # rate is assumed, so the stake is over the limit (as ₹245.44 it was within it).
         small, key = f"small-{warehouse}", tmp_path / "small.pem"
         added = await asyncio.to_thread(
             recon_cli, env, "approvers", "add", small, "--email", f"{small}@distributor.example",
@@ -87,50 +88,51 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
                                        "approve", handle.id, "--handover", "1", "--decision",
                                        "resume")
         assert over.returncode != 0, over.stdout
-        assert (f"over {small}'s limit: this resume puts ₹200, €8.00 at stake, {small} may "
+        assert (f"over {small}'s limit: this resume puts ₹236, €9.44 at stake, {small} may "
                 "decide up to ₹1,000") in over.stderr, over.stderr
         decision = await signed(pool, stack.state, handle.id, "resume", note="both true")
         await handle.execute_update("decide", decision)
         result = await asyncio.wait_for(handle.result(), 120)
     assert result.status == "Completed"
-    assert result.adjustment_totals == {"INR": 200_00, "EUR": 8_00}
-    assert result.adjustment_total_paise == 200_00, "the ₹ total, never ₹ plus cents"
+    assert result.adjustment_totals == {"INR": 236_00, "EUR": 9_44}
+    assert result.adjustment_total_paise == 236_00, "the ₹ total, never ₹ plus cents"
 
     currencies = {r["supplier_id"]: (r["currency"], r["amount_paise"]) for r in await pool.fetch(
         "SELECT supplier_id, currency, amount_paise FROM ledger_entries WHERE workflow_id = $1",
         handle.id)}
-    assert currencies == {s.a: ("INR", 200_00), s.b: ("EUR", 8_00)}
+    assert currencies == {s.a: ("INR", 236_00), s.b: ("EUR", 9_44)}
 
     notes = {r["supplier_id"]: r for r in await pool.fetch(
         "SELECT supplier_id, subject, body FROM outbox WHERE workflow_id = $1"
         " AND kind = 'debit-note'", handle.id)}
     euro = notes[s.b]["body"]
-    assert notes[s.b]["subject"] == f"Debit note {claim_b}: €8.00 ({s.b} Ltd)"
-    assert "We were billed €8.00 more than they support" in euro, euro
+    assert notes[s.b]["subject"] == f"Debit note {claim_b}: €9.44 ({s.b} Ltd)"
+    assert "We were billed €9.44 more than they support" in euro, euro
     assert "Billed €10.80 a unit, order price €10.00, on 10 units accepted: €8.00" in euro, euro
-    assert "Total of this debit note: €8.00" in euro and "₹" not in euro, euro
-    assert "Total of this debit note: ₹200" in notes[s.a]["body"], notes[s.a]["body"]
+    assert "Taxable value:     €8.00" in euro and "Tax 18%:           €1.44" in euro, euro
+    assert "Total of this debit note: €9.44" in euro and "₹" not in euro, euro
+    assert "Total of this debit note: ₹236" in notes[s.a]["body"], notes[s.a]["body"]
 
     summary = await pool.fetchval(
         "SELECT body FROM outbox WHERE workflow_id = $1 AND kind = 'summary'", handle.id)
     html = await pool.fetchval(
         "SELECT body_html FROM outbox WHERE workflow_id = $1 AND kind = 'summary'", handle.id)
-    assert "Ledger adjustments posted:  2, ₹200, €8.00" in summary, summary
-    assert f"{s.a}  {s.a} Ltd: 1 entry, ₹200;" in summary, summary
-    assert f"{s.b}  {s.b} Ltd: 1 entry, €8.00;" in summary, summary
+    assert "Ledger adjustments posted:  2, ₹236, €9.44" in summary, summary
+    assert f"{s.a}  {s.a} Ltd: 1 entry, ₹236;" in summary, summary
+    assert f"{s.b}  {s.b} Ltd: 1 entry, €9.44;" in summary, summary
     assert f"EU-{warehouse}-CN1, €9.44; answers debit note {claim_b}" in summary, summary
-    assert "(EUR)" not in summary and "₹208" not in summary, summary
-    assert "2, ₹200, €8.00" in html and "€9.44" in html and "(EUR)" not in html, html
+    assert "(EUR)" not in summary and "₹245.44" not in summary, summary
+    assert "2, ₹236, €9.44" in html and "€9.44" in html and "(EUR)" not in html, html
 
     status = await asyncio.to_thread(recon_cli, env, "status", handle.id)
     assert status.returncode == 0, status.stderr
-    assert "ledger: 2 live entries, 0 reversals, net ₹200, €8.00" in status.stdout, status.stdout
+    assert "ledger: 2 live entries, 0 reversals, net ₹236, €9.44" in status.stdout, status.stdout
     inspected = await asyncio.to_thread(recon_cli, env, "inspect", handle.id, "--json")
     assert inspected.returncode == 0, inspected.stderr
     facts = json.loads(inspected.stdout)
-    assert facts["ledger_net_by_currency"] == {"EUR": 8_00, "INR": 200_00}
-    assert facts["ledger_net_paise"] == 200_00, "the ₹ net alone"
+    assert facts["ledger_net_by_currency"] == {"EUR": 9_44, "INR": 236_00}
+    assert facts["ledger_net_paise"] == 236_00, "the ₹ net alone"
     references = await asyncio.to_thread(recon_cli, env, "inspect", handle.id, "--references")
     assert references.returncode == 0, references.stderr
-    assert f"  {s.b}  €8.00  live" in references.stdout, references.stdout
-    assert f"  {s.a}  ₹200  live" in references.stdout, references.stdout
+    assert f"  {s.b}  €9.44  live" in references.stdout, references.stdout
+    assert f"  {s.a}  ₹236  live" in references.stdout, references.stdout
