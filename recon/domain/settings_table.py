@@ -73,14 +73,16 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 low=0, above=True, high=1),
         Setting("RECON_GATE_MAX_TOTAL_PAISE", "gate_max_total_paise", WHOLE, 1_00_00_000_00,
                 "the gate hands over when the sum of **absolute** adjustments (+₹50,000 and "
-                "−₹50,000 move ₹1,00,000) exceeds this many paise for the night (₹1 crore)",
+                "−₹50,000 move ₹1,00,000) exceeds this many paise for the night (₹1 crore); ₹ "
+                "adjustments only: another currency is weighed by its share, never converted",
                 low=1, high=MAX_PAISE),
         Setting("RECON_GATE_MAX_ADJUSTMENT_SHARE", "gate_max_adjustment_share", NUMBER, 0.05,
                 "the gate hands over when the sum of absolute adjustments exceeds this share of "
-                "the night's invoiced value", low=0, above=True, high=1),
+                "the night's invoiced value (each currency against its own)", low=0, above=True,
+                high=1),
         Setting("RECON_GATE_MAX_SUPPLIER_PAISE", "gate_max_supplier_paise", WHOLE, 25_00_000_00,
                 "the gate hands over when one supplier's sum of absolute adjustments exceeds this "
-                "many paise (₹25 lakh)", low=1, high=MAX_PAISE),
+                "many paise (₹25 lakh; a ₹ supplier's)", low=1, high=MAX_PAISE),
     )),
     ("The cumulative match (the worker's policy)", (
         Setting("RECON_RECEIPT_GRACE_DAYS", "receipt_grace_days", WHOLE, 3,
