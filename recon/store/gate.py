@@ -97,10 +97,11 @@ LEFT JOIN (SELECT supplier_id, sum(abs(@WEIGHED@)) AS moved FROM open_mismatches
 """.replace("@WEIGHED@", _WEIGHED)
 
 
-# Each currency's sizes (a supplier's currency is the one its amounts are stored in).
+# Each currency's sizes, weighed as above (a supplier's currency is the one its amounts are
+# stored in).
 _BY_CURRENCY = """
 WITH moves AS (
-    SELECT s.currency, m.supplier_id, sum(abs(m.amount_paise)) AS moved, sum(m.amount_paise) AS net
+    SELECT s.currency, m.supplier_id, sum(abs(@WEIGHED@)) AS moved, sum(@WEIGHED@) AS net
     FROM open_mismatches m JOIN suppliers s USING (supplier_id)
     WHERE m.workflow_id = $1 GROUP BY s.currency, m.supplier_id
 ),
@@ -122,7 +123,7 @@ LEFT JOIN billed b USING (currency)
 LEFT JOIN top t USING (currency)
 GROUP BY c.currency
 ORDER BY c.currency <> 'INR', c.currency
-"""
+""".replace("@WEIGHED@", _WEIGHED)
 
 
 async def gate_figures(pool: asyncpg.Pool, workflow_id: str,

@@ -66,15 +66,16 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
     async with inprocess_worker(settings):
         handle = await start(client, settings, day, warehouse)
         await wait_awaiting_decision(handle)
-        # The gate weighs each currency against its own invoiced total, each in its own words:
-        # never "₹208 ... of the ₹1,308 invoiced" (cents added to paise).
+        # The gate weighs each currency against its own invoiced total, each in its own words
+        # (taxable value against the value invoiced before tax): never "₹208 ... of the ₹1,308
+        # invoiced" (cents added to paise).
         held = await pool.fetchval("SELECT note FROM handovers WHERE workflow_id = $1",
                                    handle.id)
-        assert "adjustments move ₹236, 19.7% of the ₹1,200 invoiced, above the 5% threshold" \
+        assert "adjustments move ₹200, 16.7% of the ₹1,200 invoiced, above the 5% threshold" \
             in held, held
-        assert "EUR adjustments move €9.44, 8.7% of the €108.00 invoiced, above the 5% " \
+        assert "EUR adjustments move €8.00, 7.4% of the €108.00 invoiced, above the 5% " \
                "threshold" in held, held
-        assert "₹245.44" not in held and "₹1,308" not in held, held
+        assert "₹208" not in held and "₹1,308" not in held, held
         assert "2 of 2 ledger entries, ₹236, €9.44 of ₹236, €9.44" in held, held
         assert f"{s.b}: 1 of 1 entries, €9.44 of €9.44" in held, held
         # An approver whose ₹ limit (₹1,000) is above the ₹236 cannot weigh the €9.44 with it: no
