@@ -18,7 +18,7 @@ import asyncpg
 
 from recon.domain.errors import VerificationFailed
 from recon.domain.keys import night_of
-from recon.domain.money import rupees
+from recon.domain.money import amount
 from recon.ledger.port import Entry, LedgerDisagrees, LedgerRefused, OutsideLedger
 from recon.runtime import failpoints
 from recon.store import ledger_postings as postings
@@ -39,14 +39,15 @@ def _entry(workflow_id: str, row: asyncpg.Record) -> Entry:
                  supplier_id=row["supplier_id"], invoice_no=row["invoice_no"],
                  line_no=row["line_no"], memo=row["memo"] or "",
                  business_date=_business_date(workflow_id, row["posted_on"]),
-                 reverses=row["reverses"], taxable_paise=row["taxable_paise"], taxes=taxes)
+                 reverses=row["reverses"], taxable_paise=row["taxable_paise"], taxes=taxes,
+                 currency=row["currency"])
 
 
 def _disagreement(ledger: OutsideLedger, entry: Entry, found) -> LedgerDisagrees:
-    held = ", ".join(f"{f.outside_id} with {rupees(f.amount_paise)}" for f in found)
+    held = ", ".join(f"{f.outside_id} with {amount(f.amount_paise, entry.currency)}" for f in found)
     return LedgerDisagrees(
         f"{ledger.name} holds key {entry.key} as {held}; recon's entry {entry.key} is "
-        f"{rupees(entry.amount_paise)} ({entry.invoice_no} line {entry.line_no}, "
+        f"{amount(entry.amount_paise, entry.currency)} ({entry.invoice_no} line {entry.line_no}, "
         f"{entry.supplier_id}): a key reused with another amount is a bug, nothing more is posted")
 
 
@@ -107,10 +108,12 @@ async def verify_outside(conn: asyncpg.Connection, ledger: OutsideLedger, workfl
             found = held[row["reference"]]
             if any(f.amount_paise != row["amount_paise"] for f in found):
                 wrong = [f for f in found if f.amount_paise != row["amount_paise"]]
-                held_words = ", ".join(f"{f.outside_id} with {rupees(f.amount_paise)}" for f in wrong)
+                held_words = ", ".join(f"{f.outside_id} with {amount(f.amount_paise, row['currency'])}"
+                                       for f in wrong)
                 raise LedgerDisagrees(
                     f"{ledger.name} holds key {row['reference']} as {held_words}; recon's entry is "
-                    f"{rupees(row['amount_paise'])}: the ledger's check fails, a person must look")
+                    f"{amount(row['amount_paise'], row['currency'])}: the ledger's check fails, a "
+                    "person must look")
             if not found:
                 missing.append(row["reference"])
             elif len(found) > 1:

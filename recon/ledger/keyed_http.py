@@ -39,7 +39,7 @@ def request_id(key: str) -> str:
 
 def body_of(entry: Entry, original_id: str | None = None) -> dict:
     body = {
-        "key": entry.key, "amount_minor": entry.amount_paise, "currency": "INR",
+        "key": entry.key, "amount_minor": entry.amount_paise, "currency": entry.currency,
         "supplier": entry.supplier_id, "invoice": entry.invoice_no, "line": entry.line_no,
         "memo": entry.memo, "date": entry.business_date.isoformat(),
     }

@@ -43,6 +43,9 @@ class Entry:
     # (`cgst`, `sgst`, `igst`, `cess`, `vat`), adding up to `amount_paise`. None: no tax parts.
     taxable_paise: int | None = None
     taxes: tuple[tuple[str, int], ...] = ()
+    # the amounts' currency (`ledger_entries.currency`, the supplier's), in its minor unit: an
+    # outside ledger is told it, and one that books in ₹ alone refuses another (no rate assumed)
+    currency: str = "INR"
 
 
 @dataclass(frozen=True)

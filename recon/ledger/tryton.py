@@ -26,6 +26,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from recon.domain.money import BASE_CURRENCY, amount
 from recon.ledger.port import Entry, Found, LedgerRefused, LedgerSettingsRefused
 
 TIMEOUT_SECONDS = 30.0
@@ -221,6 +222,13 @@ class TrytonLedger:
         return answer
 
     async def post(self, entry: Entry) -> str:
+        if entry.currency != BASE_CURRENCY:
+            # The company books in ₹ (recon ledger init makes it so): a move line's debit and
+            # credit are in its currency, and recon assumes no rate. Refused, never converted.
+            raise LedgerRefused(
+                f"{entry.key} is {amount(entry.amount_paise, entry.currency)}: the Tryton company "
+                f"books in ₹ and recon assumes no exchange rate; post it by hand at the rate of "
+                f"the day")
         await self._prepare()
         party = await self._party(entry.supplier_id)
         period = await self._period(entry.business_date)

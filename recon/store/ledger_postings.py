@@ -46,7 +46,7 @@ async def enqueue_reversals(conn: asyncpg.Connection, workflow_id: str, referenc
 _PENDING = """
 SELECT l.reference, l.amount_paise, l.supplier_id, l.invoice_no, l.line_no, l.memo, l.reverses,
        l.posted_at::date AS posted_on, o.outside_id AS original_id, l.taxable_paise, l.cgst_paise,
-       l.sgst_paise, l.igst_paise, l.cess_paise, l.vat_paise
+       l.sgst_paise, l.igst_paise, l.cess_paise, l.vat_paise, l.currency
 FROM ledger_postings p
 JOIN ledger_entries l ON l.reference = p.reference
 LEFT JOIN ledger_postings o ON o.reference = l.reverses
@@ -82,7 +82,7 @@ async def mark(conn: asyncpg.Connection, reference: str, state: str, outside_id:
 _TO_VERIFY = """
 SELECT p.reference, p.outside_id, l.amount_paise, l.supplier_id, l.invoice_no, l.line_no, l.memo,
        l.reverses, l.posted_at::date AS posted_on, l.taxable_paise, l.cgst_paise, l.sgst_paise,
-       l.igst_paise, l.cess_paise, l.vat_paise
+       l.igst_paise, l.cess_paise, l.vat_paise, l.currency
 FROM ledger_postings p JOIN live_ledger_entries l ON l.reference = p.reference
 WHERE p.workflow_id = $1 AND ($2::text IS NULL OR l.supplier_id = $2)
 ORDER BY p.reference

@@ -37,11 +37,9 @@ async def _orders(pool: asyncpg.Pool, s: Suppliers, day: str, warehouse: str) ->
     return po_b
 
 
-async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
-        pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
-    day, warehouse, queue = night
-    s = Suppliers(warehouse)
-    po_b = await _orders(pool, s, day, warehouse)
+def _documents(tmp_path: Path, s: Suppliers, day: str, warehouse: str, po_b: str) -> str:
+    """The night's inbox: A's e-invoice in ₹, B's UBL invoice and credit note in €; returns the
+    claim number of B's debit note."""
     folder = tmp_path / "inbox"
     folder.mkdir()
     a_ids = PartyIds(gstin=s.gstin, name="A Ltd")
@@ -57,6 +55,16 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
     (folder / "b-credit.xml").write_text(ubl_writer.write(
         _doc(f"EU-{warehouse}-CN1", s.b, day, po_b, 80), b_ids, CREDIT_NOTE, [claim_b],
         currency="EUR"))
+    return claim_b
+
+
+async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
+        pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
+    day, warehouse, queue = night
+    s = Suppliers(warehouse)
+    po_b = await _orders(pool, s, day, warehouse)
+    claim_b = _documents(tmp_path, s, day, warehouse, po_b)
+    folder = tmp_path / "inbox"
     env = stack.env()
     imported = await asyncio.to_thread(recon_cli, env, "import", str(folder), "--date", day,
                                        "--warehouse", warehouse)
@@ -137,3 +145,30 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
     assert references.returncode == 0, references.stderr
     assert f"  {s.b}  €9.44  live" in references.stdout, references.stdout
     assert f"  {s.a}  ₹236  live" in references.stdout, references.stdout
+
+
+async def test_an_outside_ledger_is_told_each_entrys_currency(
+        pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
+    """RECON_LEDGER=http (the key-enforcing ledger on loopback): B's entry lands as 944 EUR
+    cents, A's as 23,600 INR paise; never both as INR."""
+    from tests.fakes.key_ledger import KeyLedger
+
+    day, warehouse, queue = night
+    s = Suppliers(warehouse)
+    po_b = await _orders(pool, s, day, warehouse)
+    _documents(tmp_path, s, day, warehouse, po_b)
+    imported = await asyncio.to_thread(recon_cli, stack.env(), "import", str(tmp_path / "inbox"),
+                                       "--date", day, "--warehouse", warehouse)
+    assert imported.returncode == 0, imported.stderr
+    server = KeyLedger(token="ledger-token-123456").start()
+    try:
+        settings = settings_for(queue, gate_max_adjustment_share=1.0, ledger="http",
+                                ledger_url=server.url, ledger_secret="ledger-token-123456")
+        async with inprocess_worker(settings):
+            handle = await start(client, settings, day, warehouse)
+            await asyncio.wait_for(handle.result(), 120)
+    finally:
+        server.stop()
+    told = {body["supplier"]: (body["currency"], body["amount_minor"])
+            for body in server.entries.values()}
+    assert told == {s.a: ("INR", 236_00), s.b: ("EUR", 9_44)}, told
