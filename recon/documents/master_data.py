@@ -19,7 +19,7 @@ from recon.documents.master_csv import field, records, refusal
 from recon.domain.money import BASE_CURRENCY, amount
 
 SUPPLIER_COLUMNS = ("supplier_id", "name", "email")
-SUPPLIER_OPTIONAL = ("gstin",)
+SUPPLIER_OPTIONAL = ("gstin", "currency")
 ORDER_COLUMNS = ("po_number", "supplier_id", "warehouse", "ordered_on", "sku", "description",
                  "qty_ordered", "unit_price")
 ORDER_OPTIONAL = ("tax_rate", "unit")
@@ -33,6 +33,7 @@ class SupplierRow(NamedTuple):
     name: str
     email: str
     gstin: str | None  # None: the file gives none (a stored GSTIN stays)
+    currency: str | None = None  # None: the file gives none (₹ for a new supplier, else kept)
 
 
 class OrderLineRow(NamedTuple):
@@ -85,6 +86,7 @@ def parse_suppliers(text: str, file: str) -> list[SupplierRow]:
             field(file, line, "name", f.text, r["name"]),
             field(file, line, "email", f.email, r["email"]),
             field(file, line, "gstin", f.gstin, r.get("gstin", "")),
+            field(file, line, "currency", f.currency, r.get("currency", "")),
         )
         if (seen := first_of.setdefault(row.supplier_id, line)) != line:
             raise refusal(file, line, "supplier_id", f"{row.supplier_id} is also on line {seen}")

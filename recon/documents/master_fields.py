@@ -180,6 +180,17 @@ def gstin_check_character(first14: str) -> str:
     return _GSTIN_CHARS[(36 - total % 36) % 36]
 
 
+def currency(value: str) -> str | None:
+    """Optional: the ISO 4217 code a supplier bills in (amounts are kept in its minor unit, never
+    converted). An empty cell is none given: a new supplier bills in ₹, a stored one keeps its."""
+    if not value:
+        return None
+    upper = value.strip().upper()
+    if not re.fullmatch(r"[A-Z]{3}", upper):
+        raise BadField(f"must be an ISO currency code like INR or EUR, got {_shown(value)}")
+    return upper
+
+
 def gstin(value: str) -> str | None:
     """Optional: an empty cell is no GSTIN. Letters are taken in capitals."""
     if not value:

@@ -14,10 +14,10 @@ import asyncpg
 _STAGE = """
 CREATE TEMP TABLE load_suppliers (
     line integer NOT NULL, supplier_id text NOT NULL, name text NOT NULL, email text NOT NULL,
-    gstin text
+    gstin text, currency text
 ) ON COMMIT DROP
 """
-COLUMNS = ["line", "supplier_id", "name", "email", "gstin"]
+COLUMNS = ["line", "supplier_id", "name", "email", "gstin", "currency"]
 
 # The first row (in file order) that the stored suppliers contradict: a GSTIN that belongs to
 # another supplier, or a supplier whose stored GSTIN differs from the file's.
@@ -34,18 +34,24 @@ SELECT * FROM (
 ORDER BY line LIMIT 1
 """
 
-# A stored GSTIN stays when the file gives none; a row equal to the stored one is not written.
+# A stored GSTIN or currency stays when the file gives none (a new supplier bills in ₹); a row
+# equal to the stored one is not written.
 _UPSERT = """
 WITH before AS (
     SELECT l.supplier_id, s.supplier_id IS NULL AS is_new
     FROM load_suppliers l LEFT JOIN suppliers s ON s.supplier_id = l.supplier_id
 ), written AS (
-    INSERT INTO suppliers AS s (supplier_id, name, email, gstin)
-    SELECT supplier_id, name, email, gstin FROM load_suppliers ORDER BY supplier_id
+    INSERT INTO suppliers AS s (supplier_id, name, email, gstin, currency)
+    SELECT supplier_id, name, email, gstin, coalesce(currency, 'INR') FROM load_suppliers
+    ORDER BY supplier_id
     ON CONFLICT (supplier_id) DO UPDATE
-        SET name = EXCLUDED.name, email = EXCLUDED.email, gstin = coalesce(EXCLUDED.gstin, s.gstin)
-        WHERE (s.name, s.email, s.gstin)
-              IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.email, coalesce(EXCLUDED.gstin, s.gstin))
+        SET name = EXCLUDED.name, email = EXCLUDED.email, gstin = coalesce(EXCLUDED.gstin, s.gstin),
+            currency = (SELECT coalesce(l.currency, s.currency) FROM load_suppliers l
+                        WHERE l.supplier_id = EXCLUDED.supplier_id)
+        WHERE (s.name, s.email, s.gstin, s.currency)
+              IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.email, coalesce(EXCLUDED.gstin, s.gstin),
+                                (SELECT coalesce(l.currency, s.currency) FROM load_suppliers l
+                                 WHERE l.supplier_id = EXCLUDED.supplier_id))
     RETURNING s.supplier_id
 )
 SELECT count(*) FILTER (WHERE b.is_new) AS new, count(*) FILTER (WHERE NOT b.is_new) AS changed
@@ -60,7 +66,7 @@ class Written:
 
 
 async def stage(conn: asyncpg.Connection, rows: Sequence[tuple]) -> None:
-    """Rows as (line, supplier_id, name, email, gstin), by COPY into this transaction's table."""
+    """Rows as (line, supplier_id, name, email, gstin, currency), by COPY into this transaction's table."""
     await conn.execute(_STAGE)
     await conn.copy_records_to_table("load_suppliers", records=rows, columns=COLUMNS)
 

@@ -97,6 +97,34 @@ async def test_suppliers_load_once_and_a_reload_changes_nothing(pool, tmp_path, 
     assert not await pool.fetchval("SELECT count(*) FROM suppliers WHERE supplier_id = $1", f"{s}3")
 
 
+async def test_a_supplier_s_currency_is_loaded_and_kept(pool, tmp_path, ids) -> None:
+    """The suppliers file may say what each supplier bills in; an empty cell is ₹ for a new
+    supplier and keeps a stored one's, as a GSTIN is kept."""
+    s = ids["s"]
+    path = _file(tmp_path, "suppliers.csv", "supplier_id,name,email,currency\n"
+                 f"{s}1,Müller GmbH,ap@mueller.example,eur\n{s}2,Kaveri Agro,ap@kaveri.example,\n")
+    first = await load_suppliers(pool, path)
+    assert (first.new, first.changed) == (2, 0)
+
+    async def billed_in() -> list[tuple[str, str]]:
+        return [tuple(r) for r in await pool.fetch(
+            "SELECT supplier_id, currency FROM suppliers WHERE supplier_id = ANY($1) ORDER BY 1",
+            [f"{s}1", f"{s}2"])]
+
+    assert await billed_in() == [(f"{s}1", "EUR"), (f"{s}2", "INR")]
+    path.write_text("supplier_id,name,email\n"
+                    f"{s}1,Müller GmbH,ap@mueller.example\n{s}2,Kaveri Agro,ap@kaveri.example\n")
+    again = await load_suppliers(pool, path)
+    assert (again.new, again.changed, again.unchanged) == (0, 0, 2), "no column keeps each"
+    assert await billed_in() == [(f"{s}1", "EUR"), (f"{s}2", "INR")]
+    path.write_text(f"supplier_id,name,email,currency\n{s}2,Kaveri Agro,ap@kaveri.example,USD\n")
+    assert (await load_suppliers(pool, path)).changed == 1
+    assert await billed_in() == [(f"{s}1", "EUR"), (f"{s}2", "USD")]
+    bad = _file(tmp_path, "bad.csv", f"supplier_id,name,email,currency\n{s}3,X,x@x.example,₹\n")
+    assert await _refused(load_suppliers, pool, bad) == (
+        f"{bad}:2: currency: must be an ISO currency code like INR or EUR, got \"₹\"")
+
+
 async def test_orders_unknown_supplier_is_named_and_nothing_is_written(pool, tmp_path, ids) -> None:
     await _suppliers(pool, tmp_path, ids)
     s, po, wh = ids["s"], ids["po"], ids["wh"]
