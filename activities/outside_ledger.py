@@ -32,6 +32,10 @@ def _business_date(workflow_id: str, posted_on: date) -> date:
 
 TAX_PARTS = ("cgst", "sgst", "igst", "cess", "vat")
 
+# How long one entry's transaction may sit idle while the ledger answers: its look-up, create and
+# post (30 s each at most). A takeover waits at most this long for a frozen attempt's entry.
+OUTSIDE_CALL_SECONDS = 100
+
 
 def _entry(workflow_id: str, row: asyncpg.Record) -> Entry:
     taxes = tuple((part, row[f"{part}_paise"]) for part in TAX_PARTS if row[f"{part}_paise"])
@@ -61,6 +65,10 @@ async def push(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence, wo
         failpoints.hit(f"{step}_outside", n)
         try:
             async with conn.transaction():
+                # The worker's connections end a transaction idle for a few seconds (a frozen
+                # worker must not hold a lock for long); this one waits on the ledger's answers.
+                await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = "
+                                   f"'{OUTSIDE_CALL_SECONDS}s'")
                 await fence.check(conn)  # FOR SHARE: held until this entry is recorded
                 if not await postings.still_pending(conn, entry.key):
                     continue

@@ -13,7 +13,6 @@ import importlib.util
 import os
 import secrets
 import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
@@ -26,13 +25,6 @@ from recon.domain.errors import Refused
 
 app = typer.Typer(help="An outside ledger to post into (Tryton).", no_args_is_help=True,
                   add_completion=False)
-
-
-def _server_command(directory: Path) -> list[str]:
-    from recon.ledger.tryton_setup import DATABASE
-
-    return [str(Path(sys.executable).with_name("trytond")), "-c", str(directory / "trytond.conf"),
-            "-d", DATABASE]
 
 
 @app.command("init")
@@ -53,7 +45,7 @@ def init(
     if importlib.util.find_spec("trytond") is None or importlib.util.find_spec("proteus") is None:
         raise Refused("trytond is not installed here: `uv sync` (the dev group has it) or "
                       "`pip install trytond trytond-account proteus`")
-    from recon.ledger.tryton_setup import DATABASE, create_database, write_config
+    from recon.ledger.tryton_setup import DATABASE, create_database, server_command, write_config
 
     directory = (directory or state_dir() / "tryton").resolve()
     if (directory / f"{DATABASE}.sqlite").exists():
@@ -73,10 +65,10 @@ def init(
                 "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password")}
     for line in made:
         console.print(line, markup=False, highlight=False)
-    command = " ".join(_server_command(directory))
+    command = " ".join(server_command(directory))
     if start:
         log = (directory / "trytond.log").open("ab")
-        process = subprocess.Popen(_server_command(directory), stdout=log, stderr=subprocess.STDOUT,
+        process = subprocess.Popen(server_command(directory), stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
         time.sleep(1)
         if process.poll() is not None:

@@ -94,11 +94,16 @@ def demo(
     exit_: Annotated[
         bool, typer.Option("--exit", help="Stop at once instead of keeping the Web UI up.")
     ] = False,
+    ledger: Annotated[str, typer.Option(
+        "--ledger", help="builtin, or tryton: also post into a real Tryton made for the demo.")
+    ] = "builtin",
 ) -> None:
     """The crash story on the embedded stack: a worker dies at entry 24 of step 7, the run finishes."""
     from recon.tools.demo import run_demo
 
-    run_demo(exit_, console)
+    if ledger not in ("builtin", "tryton"):
+        raise Refused(f"--ledger must be builtin or tryton, got {ledger!r}")
+    run_demo(exit_, console, ledger)
 
 
 @user_errors

@@ -44,6 +44,11 @@ def _bin(name: str) -> str:
     return str(beside) if beside.exists() else (shutil.which(name) or name)
 
 
+def server_command(directory: Path) -> list[str]:
+    """How to start the server of a database made here (`-d`: loaded before the first call)."""
+    return [_bin("trytond"), "-c", str(directory / "trytond.conf"), "-d", DATABASE]
+
+
 def create_database(directory: Path, password: str, years: list[int],
                     host: str = "127.0.0.1") -> list[str]:
     """Run trytond-admin then fill the company in; returns the lines of what it made."""

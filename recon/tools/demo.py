@@ -2,7 +2,10 @@
 
 Seed one night, start two workers on one task queue (as production runs them); the one that takes
 step 7 dies hard at entry 24, the other one finishes the run. Then show what happened: each
-step's attempts, the restart, and that the ledger holds each entry once.
+step's attempts, the restart, and that the ledger holds each entry once. With `--ledger tryton`
+the night also posts into a real Tryton made for the demo (recon/ledger/tryton_setup.py), and the
+worker dies after Tryton took move 24 and before recon wrote that down: the other worker looks the
+key up there and posts only the rest.
 """
 
 from __future__ import annotations
@@ -75,7 +78,47 @@ async def _wait_first_exit(workers: list[subprocess.Popen], timeout: float) -> t
         await asyncio.sleep(0.01)
 
 
-async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcome:
+def start_tryton(state: Path, console: Console) -> tuple[subprocess.Popen, dict[str, str]]:
+    """A Tryton for the demo in `state/tryton`: made (~15 s), started on a free port; returns the
+    server and the worker settings that post into it."""
+    import secrets
+
+    from recon.ledger.tryton_setup import DATABASE, server_command, write_config
+
+    directory = state / "tryton"
+    console.print("making a Tryton database for the demo (company, chart, fiscal year) ...")
+    subprocess.run([sys.executable, "-m", "recon.ledger.tryton_setup", str(directory),
+                    DEMO_DATE[:4]], check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "RECON_LEDGER_SECRET": secrets.token_urlsafe(18)})
+    port = free_port()
+    write_config(directory, port)
+    server = subprocess.Popen(server_command(directory), stdin=subprocess.DEVNULL,
+                              stdout=(directory / "trytond.log").open("ab"),
+                              stderr=subprocess.STDOUT)
+    env = {"RECON_LEDGER": "tryton", "RECON_LEDGER_URL": f"http://127.0.0.1:{port}/{DATABASE}",
+           "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password")}
+    console.print(f"Tryton at {env['RECON_LEDGER_URL']} (log {directory / 'trytond.log'})",
+                  markup=False, highlight=False)
+    return server, env
+
+
+async def tryton_moves(pool, workflow_id: str, env: dict[str, str]) -> str:
+    """What Tryton holds for the night's live entries, asked of Tryton by key."""
+    from recon.ledger.tryton import TrytonLedger
+
+    keys = [r["reference"] for r in await pool.fetch(
+        "SELECT reference FROM live_ledger_entries WHERE workflow_id = $1", workflow_id)]
+    ledger = TrytonLedger(env["RECON_LEDGER_URL"], "admin",
+                          Path(env["RECON_LEDGER_SECRET_FILE"]).read_text().strip(),
+                          payable="AP", variance="PPV", journal="EXP")
+    held = await ledger.find(keys)
+    once = sum(1 for found in held.values() if len(found) == 1)
+    moves = sum(len(found) for found in held.values())
+    return f"Tryton: {moves} moves for {len(keys)} entries, {once} keys held exactly once"
+
+
+async def play(stack: RunningStack, state: Path, console: Console,
+               ledger_env: dict[str, str] | None = None) -> DemoOutcome:
     settings = stack.settings()
     pool = await connect_pool(stack.postgres.url)
     workers: list[subprocess.Popen] = []
@@ -94,8 +137,10 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
         client = await connect(settings)
         # Both workers carry the failpoint; it fires only in step 7's first attempt, so whichever
         # worker takes step 7 dies there and the other one finishes the retry.
-        workers += [_spawn_worker(stack, state / f"worker-{n}.log",
-                                  RECON_FAILPOINTS=f"post_adjustments:{CRASH_AT}:first")
+        crash = (f"post_adjustments_landed:{CRASH_AT}:first" if ledger_env
+                 else f"post_adjustments:{CRASH_AT}:first")
+        workers += [_spawn_worker(stack, state / f"worker-{n}.log", RECON_FAILPOINTS=crash,
+                                  **(ledger_env or {}))
                     for n in (1, 2)]
         from starter import start_night
 
@@ -111,6 +156,9 @@ async def play(stack: RunningStack, state: Path, console: Console) -> DemoOutcom
         await asyncio.wait_for(handle.result(), 120)
         finished = time.monotonic() - crashed_at
         mail = await deliver_demo_mail(stack, pool, handle.id) if stack.mail else ""
+        if ledger_env:
+            console.print(await tryton_moves(pool, handle.id, ledger_env), markup=False,
+                          highlight=False)
         facts = await inspect_run(client, pool, handle.id)
         history = await read_history(handle)
         result = PostResult(expected=0, inserted=0, already_there=0)
@@ -162,7 +210,7 @@ def show(outcome: DemoOutcome, console: Console) -> None:
         console.print(outcome.mail, markup=False, highlight=False)
 
 
-def run_demo(exit_at_once: bool, console: Console) -> DemoOutcome:
+def run_demo(exit_at_once: bool, console: Console, ledger: str = "builtin") -> DemoOutcome:
     state = state_dir() / "demo"
     shutil.rmtree(state, ignore_errors=True)
     port = 7233 if not port_open(7233) else free_port()
@@ -175,7 +223,13 @@ def run_demo(exit_at_once: bool, console: Console) -> DemoOutcome:
             console.print(f"payloads encrypted with key {stack.codec.service.keyring.current_id}; "
                           f"the Web UI decodes them through {stack.codec.url()}",
                           markup=False, highlight=False)
-        outcome = asyncio.run(play(stack, state, console))
+        server, ledger_env = start_tryton(state, console) if ledger == "tryton" else (None, None)
+        try:
+            outcome = asyncio.run(play(stack, state, console, ledger_env))
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait(15)
         show(outcome, console)
         if not exit_at_once and sys.stdin.isatty():
             console.print(f"\nOpen {stack.ui_url}/namespaces/default/workflows to read the run's "

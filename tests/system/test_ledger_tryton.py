@@ -117,6 +117,30 @@ async def test_a_tryton_restart_during_step_7_is_ridden_out(
     assert _by_key(tryton) == {key: [paise] for key, paise in entries.items()}
 
 
+async def test_a_60_second_tryton_outage_in_the_middle_of_step_7_is_ridden_out(
+    pool: asyncpg.Pool, client: Client, night, tryton: TrytonServer
+) -> None:
+    """Tryton goes away after some moves landed and stays away a minute: step 7 retries with
+    growing waits (the outage window is 30 min) and, once Tryton is back, posts the rest once."""
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=60, mismatches=12)
+    settings = _tryton_settings(queue, tryton)
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        await _wait(lambda: len(tryton.moves()) >= 3, 120, "the first moves")
+        tryton.stop()
+        landed = len(tryton.moves())
+        assert landed < 12, "the outage must begin inside step 7"
+        await asyncio.sleep(60)
+        assert not (await handle.describe()).status.name.startswith(("FAILED", "COMPLETED"))
+        tryton.start()
+        await asyncio.wait_for(handle.result(), 180)
+    entries = await _live_entries(pool, handle.id)
+    assert _by_key(tryton) == {key: [paise] for key, paise in entries.items()}
+    assert not await pool.fetchval("SELECT count(*) FROM handovers WHERE workflow_id = $1",
+                                   handle.id)
+
+
 async def _wait_for_row(pool: asyncpg.Pool, wf: str) -> None:
     for _ in range(600):
         if await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1", wf):
