@@ -94,15 +94,16 @@ def demo(
     exit_: Annotated[
         bool, typer.Option("--exit", help="Stop at once instead of keeping the Web UI up.")
     ] = False,
-    ledger: Annotated[str, typer.Option(
-        "--ledger", help="builtin, or tryton: also post into a real Tryton made for the demo.")
-    ] = "builtin",
+    ledger: Annotated[str | None, typer.Option(
+        "--ledger", help="builtin (the default), or tryton: also post into a real Tryton made "
+        "for the demo.")] = None,
 ) -> None:
     """The crash story on the embedded stack: a worker dies at entry 24 of step 7, the run finishes."""
     from recon.tools.demo import run_demo
 
-    if ledger not in ("builtin", "tryton"):
+    if ledger not in (None, "builtin", "tryton"):
         raise Refused(f"--ledger must be builtin or tryton, got {ledger!r}")
+    ledger = None if ledger == "builtin" else ledger
     run_demo(exit_, console, ledger)
 
 

@@ -105,12 +105,13 @@ def start_tryton(state: Path, console: Console) -> tuple[subprocess.Popen, dict[
 async def tryton_moves(pool, workflow_id: str, env: dict[str, str]) -> str:
     """What Tryton holds for the night's live entries, asked of Tryton by key."""
     from recon.ledger.tryton import TrytonLedger
+    from recon.ledger.tryton_setup import JOURNAL_CODE, PAYABLE_CODE, VARIANCE_CODE
+    from recon.store.ledger_postings import to_verify
 
-    keys = [r["reference"] for r in await pool.fetch(
-        "SELECT reference FROM live_ledger_entries WHERE workflow_id = $1", workflow_id)]
+    keys = [r["reference"] for r in await to_verify(pool, workflow_id, None)]
     ledger = TrytonLedger(env["RECON_LEDGER_URL"], "admin",
                           Path(env["RECON_LEDGER_SECRET_FILE"]).read_text().strip(),
-                          payable="AP", variance="PPV", journal="EXP")
+                          payable=PAYABLE_CODE, variance=VARIANCE_CODE, journal=JOURNAL_CODE)
     held = await ledger.find(keys)
     once = sum(1 for found in held.values() if len(found) == 1)
     moves = sum(len(found) for found in held.values())
@@ -210,7 +211,8 @@ def show(outcome: DemoOutcome, console: Console) -> None:
         console.print(outcome.mail, markup=False, highlight=False)
 
 
-def run_demo(exit_at_once: bool, console: Console, ledger: str = "builtin") -> DemoOutcome:
+def run_demo(exit_at_once: bool, console: Console, ledger: str | None = None) -> DemoOutcome:
+    """`ledger`: None for the built-in ledger alone, "tryton" to post into a Tryton too."""
     state = state_dir() / "demo"
     shutil.rmtree(state, ignore_errors=True)
     port = 7233 if not port_open(7233) else free_port()
