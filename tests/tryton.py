@@ -2,12 +2,13 @@
 builds one database with `recon ledger init`'s own code (recon/ledger/tryton_setup.py, ~15 s)
 and every test gets a copy of its file and its own `trytond` process on a free port.
 
-`moves()` reads Tryton's tables straight from the SQLite file: what the books hold, not what
-recon or the JSON-RPC say they hold.
+`moves()` and `lines()` ask Tryton itself (as its admin, over JSON-RPC, not through recon's
+bookkeeping): what the books hold. `set_period_state` writes its SQLite file while it is stopped.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import sqlite3
@@ -18,21 +19,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from recon.ledger.tryton import TrytonLedger
 from recon.ledger.tryton_setup import DATABASE, PAYABLE_CODE, write_config
 from recon.runtime.embedded import free_port
 
 ADMIN_PASSWORD = "tryton-admin-pw"
 
-# What the books hold, per move: its description (recon's key), state, origin (a cancelling
-# move's original) and what it does to the supplier payable, in paise.
-MOVES_QUERY = """
-SELECT m.id, m.description, m.state, m.origin,
-       CAST(round(sum(CAST(l.debit AS REAL) - CAST(l.credit AS REAL)) * 100) AS INTEGER) AS paise
-FROM account_move m
-JOIN account_move_line l ON l.move = m.id
-JOIN account_account a ON a.id = l.account AND a.code = ?
-GROUP BY m.id ORDER BY m.id
-"""
 
 
 def build_template(directory: Path) -> Path:
@@ -97,24 +89,45 @@ class TrytonServer:
             self.process.wait(15)
         self.process = None
 
-    def moves(self) -> list[sqlite3.Row]:
-        with sqlite3.connect(self.directory / f"{DATABASE}.sqlite") as db:
-            db.row_factory = sqlite3.Row
-            return list(db.execute(MOVES_QUERY, (PAYABLE_CODE,)))
+    def _rpc(self, method: str, *params):
+        """A call to this Tryton as its admin (sync: the tests read between their awaits)."""
+        ledger = TrytonLedger(self.url, "admin", ADMIN_PASSWORD, payable=PAYABLE_CODE,
+                              variance="PPV", journal="EXP")
+        user_id, session = ledger._send("common.db.login",
+                                        ["admin", {"password": ADMIN_PASSWORD}, "en"], None)[:2]
+        auth = "Session " + base64.b64encode(f"admin:{user_id}:{session}".encode()).decode()
+        context = ledger._send("model.res.user.get_preferences", [True, {}], auth)
+        return ledger._send(method, [*params, context], auth)
+
+    def moves(self) -> list[dict]:
+        """Every move Tryton holds, asked of Tryton: id, description (recon's key), state, origin
+        (a cancelling move's original) and its effect on the supplier payable in paise. (The same
+        from its database: docs/ledger.md, "Reading back".)"""
+        lines = self._rpc("model.account.move.line.search_read", [("account.code", "=", PAYABLE_CODE)],
+                          0, None, None, ["move", "debit", "credit", "move.description",
+                                          "move.state", "move.origin"])
+        moves: dict[int, dict] = {}
+        for line in lines:
+            move = moves.setdefault(line["move"], {
+                "id": line["move"], "description": line["move."]["description"],
+                "state": line["move."]["state"], "origin": line["move."]["origin"], "paise": 0})
+            move["paise"] += int((line["debit"] - line["credit"]) * 100)
+        return [moves[k] for k in sorted(moves)]
 
     def lines(self) -> dict[str, dict[str, int]]:
         """description -> {account code: debit - credit in paise}: every line of every move."""
         held: dict[str, dict[str, int]] = {}
-        with sqlite3.connect(self.directory / f"{DATABASE}.sqlite") as db:
-            for description, code, paise in db.execute(
-                    "SELECT m.description, a.code, CAST(round((CAST(l.debit AS REAL)"
-                    " - CAST(l.credit AS REAL)) * 100) AS INTEGER) FROM account_move m"
-                    " JOIN account_move_line l ON l.move = m.id"
-                    " JOIN account_account a ON a.id = l.account"):
-                held.setdefault(description, {})[code] = paise
+        for line in self._rpc("model.account.move.line.search_read", [], 0, None, None,
+                              ["debit", "credit", "move.description", "account.code"]):
+            held.setdefault(line["move."]["description"], {})[line["account."]["code"]] = \
+                int((line["debit"] - line["credit"]) * 100)
         return held
 
     def set_period_state(self, state: str) -> None:
         """Close (or reopen) every period, behind Tryton's back: the accountant's year-end."""
-        with sqlite3.connect(self.directory / f"{DATABASE}.sqlite") as db:
-            db.execute("UPDATE account_period SET state = ?", (state,))
+        db = sqlite3.connect(self.directory / f"{DATABASE}.sqlite")
+        try:
+            with db:
+                db.execute("UPDATE account_period SET state = ?", (state,))
+        finally:
+            db.close()

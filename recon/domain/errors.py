@@ -208,6 +208,9 @@ def classify(exc: BaseException) -> str:
 
 def outage_in_words(exc: BaseException) -> str:
     """What a temporary error means for the person reading a handover note."""
+    words = getattr(exc, "outage_words", None)  # an error that says what went away
+    if isinstance(words, str):
+        return words
     if _is_temporal_unreachable(exc):
         return "Temporal unreachable"
     if _is_temporary_model_error(exc):

@@ -28,9 +28,13 @@ REQUESTID_MAX = 50
 class LedgerBusy(ConnectionError):
     """409: the ledger is still working on a request with this key; try again soon."""
 
+    outage_words = "the ledger busy with the same key (409)"
+
 
 class LedgerUnavailable(ConnectionError):
-    """5xx or 429: temporary."""
+    """5xx, 429 or no answer: temporary."""
+
+    outage_words = "the outside ledger unreachable"
 
 
 def request_id(key: str) -> str:
@@ -79,6 +83,10 @@ class KeyedHttpLedger:
             if exc.code == 429 or exc.code >= 500:
                 raise LedgerUnavailable(f"the ledger answered {exc.code} to key {key}") from None
             raise LedgerRefused(f"the ledger refused key {key} ({exc.code}): {words}") from None
+        except urllib.error.URLError as exc:
+            raise LedgerUnavailable(f"the ledger at {self.url} unreachable: {exc.reason}") from None
+        except (TimeoutError, ConnectionError) as exc:  # a cut connection: the answer is lost
+            raise LedgerUnavailable(f"the ledger at {self.url}: {exc}") from None
         outside_id = answer.get("id")
         if outside_id is None:
             raise LedgerRefused(f"the ledger answered key {key} without an id: {answer}")

@@ -35,6 +35,8 @@ TIMEOUT_SECONDS = 30.0
 class TrytonUnavailable(ConnectionError):
     """Tryton answered 5xx/429 or not at all: temporary."""
 
+    outage_words = "Tryton unreachable"
+
 
 def _encode(value: Any) -> Any:
     if isinstance(value, date):
@@ -115,6 +117,10 @@ class TrytonLedger:
             if exc.code == 404:
                 raise LedgerSettingsRefused(f"Tryton has no database at {self.url}") from None
             raise TrytonUnavailable(f"Tryton answered {exc.code} to {method}") from None
+        except urllib.error.URLError as exc:
+            raise TrytonUnavailable(f"Tryton at {self.url} unreachable: {exc.reason}") from None
+        except (TimeoutError, ConnectionError) as exc:
+            raise TrytonUnavailable(f"Tryton at {self.url}: {exc}") from None
         if "error" in answer and answer["error"]:
             raise LedgerRefused(f"Tryton refused {method}: {_words(answer['error'])}")
         return _decode(answer.get("result"))
