@@ -1,6 +1,6 @@
-"""`recon load suppliers|orders|receipts|conversions FILE.csv`: master data from an ERP export, one file at
-a time, all or nothing. Load suppliers first, then orders, then receipts (each refers to the
-one before). One summary line per file; a refusal is one line naming `file:line: field`."""
+"""`recon load suppliers|orders|receipts|conversions|hsn-rates FILE.csv`: master data from an ERP
+export, one file at a time, all or nothing. Load suppliers first, then orders, then receipts (each
+refers to the one before). One summary line per file; a refusal is one line naming `file:line: field`."""
 
 from __future__ import annotations
 
@@ -44,8 +44,16 @@ def suppliers(file: Annotated[Path, _FILE]) -> None:
 @app.command("orders")
 @user_errors
 def orders(file: Annotated[Path, _FILE]) -> None:
-    """PO lines: po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,unit_price[,unit]."""
+    """PO lines: po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,unit_price
+    [,tax_rate][,unit]."""
     _load("load_orders", file)
+
+
+@app.command("hsn-rates")
+@user_errors
+def hsn_rates(file: Annotated[Path, _FILE]) -> None:
+    """GST rates by HSN code and date: hsn,tax_rate,valid_from (for PO lines that state none)."""
+    _load("load_hsn_rates", file)
 
 
 @app.command("receipts")

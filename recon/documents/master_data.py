@@ -24,6 +24,7 @@ ORDER_COLUMNS = ("po_number", "supplier_id", "warehouse", "ordered_on", "sku", "
                  "qty_ordered", "unit_price")
 ORDER_OPTIONAL = ("tax_rate", "unit")
 CONVERSION_COLUMNS = ("supplier_id", "sku", "unit", "per", "base_unit")
+HSN_RATE_COLUMNS = ("hsn", "tax_rate", "valid_from")
 RECEIPT_COLUMNS = ("receipt_id", "po_number", "sku", "warehouse", "qty_received", "received_on")
 
 
@@ -63,6 +64,13 @@ class ConversionRow(NamedTuple):
     unit: str
     per: Decimal
     base_unit: str
+
+
+class HsnRateRow(NamedTuple):
+    line: int
+    hsn: str
+    tax_rate: Decimal
+    valid_from: date
 
 
 class ReceiptRow(NamedTuple):
@@ -151,6 +159,23 @@ def parse_conversions(text: str, file: str) -> list[ConversionRow]:
         key = (row.supplier_id, row.sku, row.unit)
         if (seen := first_of.setdefault(key, line)) != line:
             raise refusal(file, line, "unit", f"{row.unit} of {row.sku} for {row.supplier_id} is "
+                          f"also on line {seen}")
+        rows.append(row)
+    return rows
+
+
+def parse_hsn_rates(text: str, file: str) -> list[HsnRateRow]:
+    rows: list[HsnRateRow] = []
+    first_of: dict[tuple[str, date], int] = {}
+    for line, r in records(text, file, HSN_RATE_COLUMNS):
+        row = HsnRateRow(
+            line,
+            field(file, line, "hsn", f.hsn, r["hsn"]),
+            field(file, line, "tax_rate", f.required_tax_rate, r["tax_rate"]),
+            field(file, line, "valid_from", f.iso_date, r["valid_from"]),
+        )
+        if (seen := first_of.setdefault((row.hsn, row.valid_from), line)) != line:
+            raise refusal(file, line, "valid_from", f"HSN {row.hsn} from {row.valid_from} is "
                           f"also on line {seen}")
         rows.append(row)
     return rows

@@ -28,6 +28,7 @@ _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _UNIT = re.compile(r"[A-Za-z0-9]{1,3}")
 _DIGITS = re.compile(r"\d{1,10}")
 _RUPEES = re.compile(r"(\d{1,12})(?:\.(\d+))?")
+_HSN = re.compile(r"\d{2,8}")
 _RATE = re.compile(r"(\d{1,3})(?:\.(\d{1,4}))?%?")
 _EMAIL = re.compile(
     r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -152,6 +153,20 @@ def unit_code(value: str) -> str:
         raise BadField("must be a unit code of 1-3 letters or digits (UN/ECE Rec 20 like C62, "
                        f"DZN, KGM, BX or GST UQC like PCS, DOZ, KGS, BOX), got {_shown(value)}")
     return units.canonical(value) or units.PIECE
+
+
+def required_tax_rate(value: str) -> Decimal:
+    rate = tax_rate(value)
+    if rate is None:
+        raise BadField("must be a tax rate in percent (18, 0.25, 5%), got nothing")
+    return rate
+
+
+def hsn(value: str) -> str:
+    """An HSN (or SAC) code: 2 to 8 digits, the chapter to the tariff item."""
+    if not _HSN.fullmatch(value):
+        raise BadField(f"must be an HSN code of 2 to 8 digits (1006, 10063020), got {_shown(value)}")
+    return value
 
 
 def text(value: str) -> str:

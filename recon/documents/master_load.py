@@ -20,7 +20,7 @@ import asyncpg
 from recon.documents import master_data as md
 from recon.documents.master_csv import decode
 from recon.domain.errors import MasterDataRefused
-from recon.store import orders, receipts, suppliers
+from recon.store import hsn_rates, orders, receipts, suppliers
 from recon.store import units as unit_store
 from recon.store.db import lock_master_data
 
@@ -102,6 +102,16 @@ async def load_orders(pool: asyncpg.Pool, path: Path) -> LoadSummary:
     return LoadSummary(name, "PO lines", len(rows), written.new_lines, written.amended_lines,
                        len(rows) - written.new_lines - written.amended_lines,
                        new_orders=written.new_orders)
+
+
+async def load_hsn_rates(pool: asyncpg.Pool, path: Path) -> LoadSummary:
+    text, name = _text(path)
+    rows = md.parse_hsn_rates(text, name)
+    async with pool.acquire() as conn, conn.transaction():
+        await lock_master_data(conn)
+        await hsn_rates.stage(conn, rows)
+        new, changed = await hsn_rates.write(conn)
+    return LoadSummary(name, "HSN rates", len(rows), new, changed, len(rows) - new - changed)
 
 
 async def load_receipts(pool: asyncpg.Pool, path: Path) -> LoadSummary:

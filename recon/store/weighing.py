@@ -257,14 +257,41 @@ _FLAG = """
 WITH carried AS MATERIALIZED (
     SELECT DISTINCT m.invoice_no, m.carried_from FROM line_matches m
     WHERE m.workflow_id = $1 AND m.carried_from IS NOT NULL
+), taxed AS MATERIALIZED (
+    -- the night's lines whose document states a tax (a carried line's, where the bill came in),
+    -- found by the partial index of migration 082, so a night without tax reads nothing here;
+    -- each with the rate it is expected at: its PO line's, else the rate of the longest HSN code
+    -- the line's HSN begins with, in force on the invoice's date (master data, migration 082)
+    SELECT x.*, coalesce(po.tax_rate, h.tax_rate) AS expected_rate,
+           CASE WHEN po.tax_rate IS NULL THEN 'rate of HSN ' || h.hsn ELSE 'PO rate' END
+               AS expected_from
+    FROM (
+        SELECT il.invoice_no, il.line_no, il.hsn, il.tax_rate, il.tax_split,
+               il.cess_paise AS line_cess, il.taxable_paise AS line_taxable
+        FROM invoice_lines il
+        WHERE il.workflow_id = $1 AND il.tax_rate IS NOT NULL
+          AND ($7::text IS NULL OR il.supplier_id = $7)
+        UNION ALL
+        SELECT il.invoice_no, il.line_no, il.hsn, il.tax_rate, il.tax_split, il.cess_paise,
+               il.taxable_paise
+        FROM carried k
+        JOIN invoice_lines il ON il.workflow_id = k.carried_from AND il.invoice_no = k.invoice_no
+        WHERE il.tax_rate IS NOT NULL
+    ) x
+    JOIN line_matches lm ON lm.workflow_id = $1 AND lm.invoice_no = x.invoice_no
+                        AND lm.line_no = x.line_no
+    LEFT JOIN po_lines po ON po.po_number = lm.po_number AND po.sku = lm.sku
+    LEFT JOIN LATERAL (
+        SELECT r.hsn, r.tax_rate FROM hsn_tax_rates r
+        WHERE po.tax_rate IS NULL AND x.hsn IS NOT NULL AND starts_with(x.hsn, r.hsn)
+          AND r.valid_from <= coalesce(lm.invoice_date, $6)
+        ORDER BY length(r.hsn) DESC, r.valid_from DESC LIMIT 1
+    ) h ON true
 ), c AS (
     SELECT c.*, coalesce(f.duplicate_of, fc.duplicate_of) AS duplicate_of,
            coalesce(f.duplicate_night, fc.duplicate_night) AS duplicate_night,
-           -- the line's tax as its document stated it (a carried line: where the bill came in)
-           -- and the rate its PO line was ordered at
-           il.tax_rate, il.tax_split, il.cess_paise AS line_cess, il.taxable_paise AS line_taxable,
+           t.tax_rate, t.tax_split, t.line_cess, t.line_taxable, t.expected_rate, t.expected_from,
            il.billed_as,  -- the document's own quantity and unit, when step 3 restated them
-           po.tax_rate AS expected_rate,
            @PRICE@ <> @PO_PRICE@ AND NOT @PRICE_TOLERATED@ AS price_flagged
     FROM comparisons c
     LEFT JOIN invoice_fingerprints f ON f.workflow_id = c.workflow_id
@@ -272,9 +299,9 @@ WITH carried AS MATERIALIZED (
     LEFT JOIN carried k ON k.invoice_no = c.invoice_no
     LEFT JOIN invoice_fingerprints fc ON fc.workflow_id = k.carried_from
                                      AND fc.invoice_no = k.invoice_no
+    LEFT JOIN taxed t ON t.invoice_no = c.invoice_no AND t.line_no = c.line_no
     LEFT JOIN invoice_lines il ON il.workflow_id = coalesce(k.carried_from, c.workflow_id)
                               AND il.invoice_no = c.invoice_no AND il.line_no = c.line_no
-    LEFT JOIN po_lines po ON po.po_number = c.po_number AND po.sku = c.sku
     WHERE c.workflow_id = $1 AND ($7::text IS NULL OR c.supplier_id = $7)
 ), found AS (
     SELECT invoice_no, line_no, supplier_id, 'qty' AS kind,
@@ -323,8 +350,8 @@ WITH carried AS MATERIALIZED (
     -- a rate other than the PO line's: the difference of rates on the accepted units' taxable
     -- value (at the PO price when the price is claimed apart, so no rupee is taxed twice)
     SELECT invoice_no, line_no, supplier_id, 'tax', 0,
-           'billed tax at ' || trim_scale(tax_rate) || '% on ' || sku || ', PO rate '
-             || trim_scale(expected_rate) || '%',
+           'billed tax at ' || trim_scale(tax_rate) || '% on ' || sku || ', ' || expected_from
+             || ' ' || trim_scale(expected_rate) || '%',
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
            received_qty::numeric
              * CASE WHEN price_flagged THEN @PO_PRICE@ ELSE @PRICE@ END,

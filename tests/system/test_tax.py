@@ -154,7 +154,7 @@ async def test_a_rate_other_than_the_orders_is_a_tax_mismatch(
     assert await _ledger(pool, wf) == {"tax": (13_000, 0, *split, None, None)}
     note = await pool.fetchval(
         "SELECT body FROM outbox WHERE workflow_id = $1 AND kind = 'debit-note'", wf)
-    assert "Billed tax at 18%, order rate 5%, on 10 units accepted: ₹130" in note, note
+    assert "Billed tax at 18%, expected rate 5%, on 10 units accepted: ₹130" in note, note
     assert "HSN 1006" in note, note
     assert ("IGST 13%:          ₹130" if fmt == "ubl" else "CGST 6.5%:         ₹65") in note, note
 
@@ -180,3 +180,33 @@ async def test_the_orders_rate_billed_is_no_mismatch(
     assert (line["hsn"], line["tax_rate"], line["tax_split"], line["taxable_paise"],
             line["cgst_paise"], line["sgst_paise"]) == ("10063020", 18, "cgst+sgst", 100_000,
                                                         9_000, 9_000)
+
+
+async def test_a_po_line_without_a_rate_expects_its_hsn_rate_on_the_invoice_date(
+        pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
+    """No `tax_rate` on the PO line: the rate of the longest HSN code the line's HSN (10063020)
+    begins with, in force on the invoice's date: 1006 at 5 % since 2025-09-22 (not its 12 % of
+    before, nor chapter 10's 18 %). 18 % billed on ₹1,000 within Punjab: ₹130 over-charged."""
+    day, wh, queue = night
+    tag = wh.upper()
+    sid = f"H{tag}"
+    gstin = _gstin("03", sid)
+    await _supplier(pool, sid, gstin)
+    await _order_and_receipt(pool, f"PO-{tag}-H", sid, wh, day)
+    files = tmp_path / "master"
+    files.mkdir()
+    (files / "hsn.csv").write_text("hsn,tax_rate,valid_from\n1006,12,2017-07-01\n"
+                                   "1006,5,2025-09-22\n10,18,2017-07-01\n")
+    loaded = await _cli(stack, "load", "hsn-rates", str(files / "hsn.csv"))
+    assert "3 HSN rates: 3 new, 0 changed, 0 unchanged" in loaded.stdout, loaded.stdout
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "h.json").write_text(gst_writer.write(
+        _doc(f"GST/{tag}/H", sid, day, f"PO-{tag}-H", 10_000), PartyIds(gstin=gstin)))
+    await _cli(stack, "import", str(folder), "--date", day, "--warehouse", wh)
+    wf = await _night(client, queue, day, wh)
+    mismatch = await pool.fetchrow("SELECT * FROM mismatches WHERE workflow_id = $1", wf)
+    assert (mismatch["kind"], mismatch["detail"]) == (
+        "tax", "billed tax at 18% on SKU-1001, rate of HSN 1006 5%: 13000 paise of tax on "
+        "100000 paise taxable"), dict(mismatch)
+    assert await _ledger(pool, wf) == {"tax": (13_000, 0, 6_500, 6_500, None, None, None)}

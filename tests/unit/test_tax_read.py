@@ -69,3 +69,22 @@ def test_the_orders_csv_may_state_a_tax_rate(value: str, rate: Decimal | None) -
 def test_a_tax_rate_that_is_not_a_rate_is_refused_in_one_line(value: str) -> None:
     with pytest.raises(MasterDataRefused, match=r"orders.csv:2: tax_rate: must be a tax rate"):
         parse_orders(ORDERS.format(extra=",tax_rate", value=f",{value}"), "orders.csv")
+
+
+def test_hsn_rates_are_codes_rates_and_dates() -> None:
+    from datetime import date
+
+    from recon.documents.master_data import parse_hsn_rates
+
+    rows = parse_hsn_rates("hsn,tax_rate,valid_from\n1006,5,2025-09-22\n", "hsn.csv")
+    assert [(r.hsn, r.tax_rate, r.valid_from) for r in rows] == \
+        [("1006", Decimal("5"), date(2025, 9, 22))]
+    for bad, why in (("1,5,2025-09-22", "hsn: must be an HSN code of 2 to 8 digits"),
+                     ("1006,,2025-09-22", "tax_rate: must be a tax rate"),
+                     ("1006,5,22/09/2025", "valid_from: must be a date")):
+        with pytest.raises(MasterDataRefused, match=f"hsn.csv:2: {why}"):
+            parse_hsn_rates(f"hsn,tax_rate,valid_from\n{bad}\n", "hsn.csv")
+    with pytest.raises(MasterDataRefused, match="hsn.csv:3: valid_from: HSN 1006 from 2025-09-22"
+                                                " is also on line 2"):
+        parse_hsn_rates("hsn,tax_rate,valid_from\n1006,5,2025-09-22\n1006,18,2025-09-22\n",
+                        "hsn.csv")
