@@ -184,9 +184,11 @@ async def test_the_orders_rate_billed_is_no_mismatch(
 
 async def test_a_po_line_without_a_rate_expects_its_hsn_rate_on_the_invoice_date(
         pool: asyncpg.Pool, client: Client, stack, night, tmp_path: Path) -> None:
-    """No `tax_rate` on the PO line: the rate of the longest HSN code the line's HSN (10063020)
-    begins with, in force on the invoice's date: 1006 at 5 % since 2025-09-22 (not its 12 % of
-    before, nor chapter 10's 18 %). 18 % billed on ₹1,000 within Punjab: ₹130 over-charged."""
+    """No `tax_rate` on the PO line: the rate of the longest HSN code the line's HSN (99887766,
+    a code no other test bills) begins with, in force on the invoice's date: 9988 at 5 % since
+    2025-09-22 (not its 12 % of before, nor chapter 99's 18 %). 18 % billed on ₹1,000 (UBL,
+    within Punjab): ₹130 over-charged. The rates are master data of the whole database: removed
+    at the end, so no other test's night meets them."""
     day, wh, queue = night
     tag = wh.upper()
     sid = f"H{tag}"
@@ -195,18 +197,22 @@ async def test_a_po_line_without_a_rate_expects_its_hsn_rate_on_the_invoice_date
     await _order_and_receipt(pool, f"PO-{tag}-H", sid, wh, day)
     files = tmp_path / "master"
     files.mkdir()
-    (files / "hsn.csv").write_text("hsn,tax_rate,valid_from\n1006,12,2017-07-01\n"
-                                   "1006,5,2025-09-22\n10,18,2017-07-01\n")
-    loaded = await _cli(stack, "load", "hsn-rates", str(files / "hsn.csv"))
-    assert "3 HSN rates: 3 new, 0 changed, 0 unchanged" in loaded.stdout, loaded.stdout
-    folder = tmp_path / "inbox"
-    folder.mkdir()
-    (folder / "h.json").write_text(gst_writer.write(
-        _doc(f"GST/{tag}/H", sid, day, f"PO-{tag}-H", 10_000), PartyIds(gstin=gstin)))
-    await _cli(stack, "import", str(folder), "--date", day, "--warehouse", wh)
-    wf = await _night(client, queue, day, wh)
+    (files / "hsn.csv").write_text("hsn,tax_rate,valid_from\n9988,12,2017-07-01\n"
+                                   "9988,5,2025-09-22\n99,18,2017-07-01\n")
+    try:
+        loaded = await _cli(stack, "load", "hsn-rates", str(files / "hsn.csv"))
+        assert "3 HSN rates: 3 new, 0 changed, 0 unchanged" in loaded.stdout, loaded.stdout
+        folder = tmp_path / "inbox"
+        folder.mkdir()
+        (folder / "h.xml").write_text(ubl_writer.write(
+            _doc(f"UBL/{tag}/H", sid, day, f"PO-{tag}-H", 10_000), PartyIds(gstin=gstin),
+            buyer_gstin=OURS, hsn="99887766"))
+        await _cli(stack, "import", str(folder), "--date", day, "--warehouse", wh)
+        wf = await _night(client, queue, day, wh)
+    finally:
+        await pool.execute("DELETE FROM hsn_tax_rates WHERE hsn IN ('9988', '99')")
     mismatch = await pool.fetchrow("SELECT * FROM mismatches WHERE workflow_id = $1", wf)
     assert (mismatch["kind"], mismatch["detail"]) == (
-        "tax", "billed tax at 18% on SKU-1001, rate of HSN 1006 5%: 13000 paise of tax on "
+        "tax", "billed tax at 18% on SKU-1001, rate of HSN 9988 5%: 13000 paise of tax on "
         "100000 paise taxable"), dict(mismatch)
     assert await _ledger(pool, wf) == {"tax": (13_000, 0, 6_500, 6_500, None, None, None)}
