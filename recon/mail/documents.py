@@ -106,6 +106,13 @@ class DebitNote:
     def taxed(self) -> bool:
         return any(line.taxable_paise is not None for line in self.lines)
 
+    @property
+    def under_gst(self) -> bool:
+        """A GST debit note only when the claim carries GST (CGST, SGST or IGST): a supplier who
+        charged VAT (no GSTIN on either side, kept whole in `vat_paise`) gets a note with its
+        tax, not one that cites the CGST Act."""
+        return any(self.part_total(p) is not None for p in ("cgst_paise", "sgst_paise", "igst_paise"))
+
 
 PLAIN_TEXT_SUFFIX = ".txt.j2"
 

@@ -121,6 +121,9 @@ async def test_a_night_in_euros_and_rupees_keeps_each_amount_in_its_currency(
     assert "Taxable value:     €8.00" in euro and "Tax 18%:           €1.44" in euro, euro
     assert "Total of this debit note: €9.44" in euro and "₹" not in euro, euro
     assert "Total of this debit note: ₹236" in notes[s.a]["body"], notes[s.a]["body"]
+    # a VAT claim is no GST debit note; A's e-invoice claim (IGST) is
+    assert "CGST Act" not in euro and "the tax charged on what it claims" in euro, euro
+    assert "GST debit note (CGST Act s.34)" in notes[s.a]["body"], notes[s.a]["body"]
 
     summary = await pool.fetchval(
         "SELECT body FROM outbox WHERE workflow_id = $1 AND kind = 'summary'", handle.id)
