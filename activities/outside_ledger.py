@@ -77,11 +77,17 @@ async def push(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence, wo
                     raise _disagreement(ledger, entry, found)
                 if found:
                     outside_id = found[0].outside_id
-                elif entry.reverses:
-                    outside_id = await ledger.cancel(entry, row["original_id"])
-                    sent += 1
                 else:
-                    outside_id = await ledger.post(entry)
+                    # Asked again right before writing to the ledger: a look-up that took long
+                    # may have outlived the transaction holding the fence. A pause after this
+                    # check is the ledger's to survive: Tryton posts only the lowest move of a
+                    # key (its adapter's `_settle`); a key-enforcing ledger answers a repeat
+                    # with its first answer.
+                    await fence.check(conn)
+                    if entry.reverses:
+                        outside_id = await ledger.cancel(entry, row["original_id"])
+                    else:
+                        outside_id = await ledger.post(entry)
                     sent += 1
                 failpoints.hit(f"{step}_landed", n)  # in the ledger, not yet recorded here
                 await postings.mark(conn, entry.key, postings.POSTED, outside_id)

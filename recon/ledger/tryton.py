@@ -27,7 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 from recon.domain.money import BASE_CURRENCY, amount
-from recon.ledger.port import Entry, Found, LedgerRefused, LedgerSettingsRefused
+from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused, LedgerSettingsRefused
 
 TIMEOUT_SECONDS = 30.0
 
@@ -205,27 +205,81 @@ class TrytonLedger:
         return self._parties[supplier_id]
 
     # ------------------------------------------------------------------ the port
+    async def _moves(self, keys: list[str]) -> list[dict]:
+        """Every move described by one of `keys`, draft or posted, lowest id first, each with
+        its effect on the supplier payable (a move of ours always has a payable line)."""
+        lines = await self._call("model.account.move.line.search_read", [
+            ("move.description", "in", keys), ("account", "=", self._ids["payable"]),
+        ], 0, None, None, ["move", "debit", "credit", "move.description", "move.state"])
+        moves: dict[int, dict] = {}
+        for line in lines:
+            move = moves.setdefault(line["move"], {
+                "id": line["move"], "key": line["move."]["description"],
+                "state": line["move."]["state"], "total": Decimal(0)})
+            move["total"] += line["debit"] - line["credit"]
+        return [moves[k] for k in sorted(moves)]
+
     async def find(self, keys: list[str]) -> dict[str, list[Found]]:
-        """Every move described by one of `keys`, with what it does to the supplier payable. A
-        draft move of ours (a crash between create and post) is posted here: it is the one."""
+        """What Tryton holds under each key, by the rule `_settle` keeps: every posted move, and
+        the lowest-id move when it is still a draft (a creator stopped between its create and its
+        post: it is the one, and it is posted here). A draft above the lowest is a loser's that its
+        creator deletes; it is not the key's and is left alone."""
         answer: dict[str, list[Found]] = {k: [] for k in keys}
         if not keys:
             return answer
         await self._prepare()
-        lines = await self._call("model.account.move.line.search_read", [
-            ("move.description", "in", keys), ("account", "=", self._ids["payable"]),
-        ], 0, None, None, ["move", "debit", "credit", "move.description", "move.state"])
-        drafts = sorted({ln["move"] for ln in lines if ln["move."]["state"] == "draft"})
-        if drafts:
-            await self._call("model.account.move.post", drafts)
-        by_move: dict[int, tuple[str, Decimal]] = {}
-        for line in lines:
-            key = line["move."]["description"]
-            _, total = by_move.get(line["move"], (key, Decimal(0)))
-            by_move[line["move"]] = (key, total + line["debit"] - line["credit"])
-        for move_id, (key, total) in sorted(by_move.items()):
-            answer[key].append(Found(key, str(move_id), _paise(total)))
+        by_key: dict[str, list[dict]] = {}
+        for move in await self._moves(keys):
+            by_key.setdefault(move["key"], []).append(move)
+        lowest_drafts = [held[0]["id"] for held in by_key.values() if held[0]["state"] == "draft"]
+        if lowest_drafts:
+            await self._call("model.account.move.post", lowest_drafts)
+        for key, held in by_key.items():
+            for move in held:
+                if move["state"] == "posted" or move is held[0]:
+                    answer[key].append(Found(key, str(move["id"]), _paise(move["total"])))
         return answer
+
+    async def _settle(self, key: str, draft: int, paise: int) -> int:
+        """Post the move of `key` that is the one, and return its id: the lowest-id move of the
+        key. Our `draft` (created and committed by Tryton before this call) is deleted if a move
+        with the key and a lower id exists, draft or posted, and that one is posted instead (a
+        post of a move already posted by someone else changes nothing: that is success).
+
+        Why this leaves exactly one posted move whatever the interleaving, with no lock:
+        1. Only the lowest-id move of a key is ever posted: here, and in `find`, which posts a
+           draft only when it is the lowest of its key.
+        2. The lowest-id move never changes once someone has seen it: a move made later gets a
+           higher id (Tryton's ids increase), and each creator's create has committed before its
+           own look-up, so of two creators the later one's look-up sees the earlier one's move.
+        3. So every creator posts the same move, the lowest, and a creator whose draft is not the
+           lowest deletes it; Tryton lets a draft be deleted and refuses to delete a posted move,
+           and by 1 nobody posts a draft that is not the lowest.
+        A creator frozen anywhere (between its look-up and its create, its create and this
+        look-up, this look-up and its post) posts the lowest move it saw, which by 2 is the
+        lowest there is: a stale attempt woken after a takeover adds nothing. What 2 assumes:
+        ids in the order creates commit. SQLite (one writer at a time) gives it; on PostgreSQL
+        two creates of one key would have to overlap inside Tryton itself (each is one short
+        request) and commit out of id order, which recon's fence leaves to a stale attempt
+        woken within milliseconds of the live one's create; step 7's closing check counts posted
+        moves per key and would hand that over."""
+        held = await self._moves([key])
+        lowest = held[0]["id"] if held else draft
+        if lowest < draft and _paise(held[0]["total"]) != paise:
+            await self._call("model.account.move.delete", [draft])
+            raise LedgerDisagrees(f"Tryton move {lowest} carries {key} with "
+                                  f"{_paise(held[0]['total'])} paise on the payable; recon's entry "
+                                  f"is {paise}: a key reused with another amount, nothing posted")
+        if lowest < draft:
+            try:
+                await self._call("model.account.move.delete", [draft])
+            except LedgerRefused:
+                # Our draft was posted meanwhile: only by someone who saw no lower id, which the
+                # argument above rules out; say so rather than hide a second posted move.
+                raise LedgerRefused(f"Tryton moves {lowest} and {draft} both carry {key} and "
+                                    f"{draft} cannot be deleted: a person must look") from None
+        await self._call("model.account.move.post", [lowest])
+        return lowest
 
     async def post(self, entry: Entry) -> str:
         if entry.currency != BASE_CURRENCY:
@@ -245,19 +299,60 @@ class TrytonLedger:
         lines.append({"account": self._ids["variance"], **_side(-taxable)})
         for part, paise in entry.taxes:
             lines.append({"account": await self._tax_account(part), **_side(-paise)})
+        await self.before_create(entry)
         created = await self._call("model.account.move.create", [{
             "journal": self._ids["journal"], "period": period, "date": entry.business_date,
             "description": entry.key, "lines": [["create", lines]],
         }])
-        await self._call("model.account.move.post", created)
-        return str(created[0])
+        await self.before_settle(entry)
+        return str(await self._settle(entry.key, created[0], entry.amount_paise))
+
+    async def before_create(self, entry: Entry) -> None:
+        """Nothing; a test pauses here (after the look-up, before the draft is made)."""
+
+    async def before_settle(self, entry: Entry) -> None:
+        """Nothing; a test pauses here (the draft made, not yet compared with the others)."""
 
     async def cancel(self, entry: Entry, original_id: str) -> str:
+        """Cancel the original under `undo:{key}`, so that it is cancelled once whatever races.
+
+        When the supplier payable reconciles (it does in every chart Tryton ships and in what
+        `recon ledger init` makes), Tryton's own `account.move.cancel` wizard is used: it makes
+        the reversal, posts it and reconciles it with the original's payable line in one Tryton
+        transaction, and Tryton refuses to reconcile a line already reconciled, so a second cancel
+        of the same move (a stale attempt woken after another cancelled it) is refused whole and
+        lands nothing; recon then finds the first cancelling move under the key and takes it.
+        When the payable does not reconcile, nothing in Tryton would refuse the second one, so
+        recon makes the reversal itself as a draft (the original's lines, debit and credit
+        swapped, its origin the original) and settles it by the rule of `post` (`_settle`)."""
         await self._prepare()
         move = int(original_id)
+        if not await self._payable_reconciles():
+            return await self._cancel_by_draft(entry, move)
+        try:
+            await self._cancel_wizard(entry, move)
+        except LedgerRefused:
+            found = (await self.find([entry.key]))[entry.key]
+            if len(found) == 1:  # cancelled by another attempt meanwhile: that is the one
+                return found[0].outside_id
+            raise
+        found = (await self.find([entry.key]))[entry.key]
+        if not found:
+            raise LedgerRefused(f"Tryton's cancel wizard made no move for {entry.key}")
+        return found[0].outside_id
+
+    async def _payable_reconciles(self) -> bool:
+        if "payable_reconciles" not in self._ids:
+            (account,) = await self._call("model.account.account.read", [self._ids["payable"]],
+                                          ["reconcile"])
+            self._ids["payable_reconciles"] = int(bool(account["reconcile"]))
+        return bool(self._ids["payable_reconciles"])
+
+    async def _cancel_wizard(self, entry: Entry, move: int) -> None:
         context = {**self._context, "active_model": "account.move", "active_id": move,
                    "active_ids": [move]}
         wizard = "wizard.account.move.cancel"
+        await self.before_create(entry)
         session, _, _ = await asyncio.to_thread(self._send, f"{wizard}.create", [self._context],
                                                 self._auth)
         try:
@@ -269,10 +364,23 @@ class TrytonLedger:
         finally:
             await asyncio.to_thread(self._send, f"{wizard}.delete", [session, self._context],
                                     self._auth)
-        found = (await self.find([entry.key]))[entry.key]
-        if not found:
-            raise LedgerRefused(f"Tryton's cancel wizard made no move for {entry.key}")
-        return found[0].outside_id
+
+    async def _cancel_by_draft(self, entry: Entry, move: int) -> str:
+        (original,) = await self._call("model.account.move.read", [move],
+                                       ["journal", "period", "date"])
+        lines = await self._call("model.account.move.line.search_read", [("move", "=", move)],
+                                 0, None, None, ["account", "party", "debit", "credit"])
+        swapped = [{"account": ln["account"], "party": ln["party"], "debit": ln["credit"],
+                    "credit": ln["debit"], "origin": f"account.move.line,{ln['id']}"}
+                   for ln in lines]
+        await self.before_create(entry)
+        created = await self._call("model.account.move.create", [{
+            "journal": original["journal"], "period": original["period"],
+            "date": original["date"], "description": entry.key,
+            "origin": f"account.move,{move}", "lines": [["create", swapped]],
+        }])
+        await self.before_settle(entry)
+        return str(await self._settle(entry.key, created[0], entry.amount_paise))
 
     async def close(self) -> None:
         return None

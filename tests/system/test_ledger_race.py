@@ -12,8 +12,10 @@ import os
 import asyncpg
 import pytest
 
+from activities import outside_ledger
 from activities.outside_ledger import push
 from recon.domain.errors import StaleAttempt
+from recon.domain.keys import undo_key
 from recon.ledger.tryton import TrytonLedger
 from recon.store import ledger_postings as postings
 from recon.store.fences import take_fence
@@ -69,3 +71,104 @@ async def test_a_pusher_whose_fence_was_taken_over_posts_nothing(
     assert tryton.moves() == []
     assert await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1"
                                " AND state = 'waiting'", wf) == 3
+
+
+class _Paused(TrytonLedger):
+    """The real adapter, paused at one spot of its write (`before_create`: after the look-up and
+    the fence check, before the move is made; `before_settle`: the draft made, not yet compared)
+    until the test releases it: a frozen VM, made deterministic."""
+
+    def __init__(self, tryton: TrytonServer, where: str) -> None:
+        super().__init__(tryton.url, "admin", ADMIN_PASSWORD, payable="AP", variance="PPV",
+                         journal="EXP")
+        self.where, self.reached, self.release = where, asyncio.Event(), asyncio.Event()
+
+    async def _pause(self, where: str) -> None:
+        if where == self.where:
+            self.reached.set()
+            await self.release.wait()
+
+    async def before_create(self, entry) -> None:
+        await self._pause("before_create")
+
+    async def before_settle(self, entry) -> None:
+        await self._pause("before_settle")
+
+
+async def _frozen_then_taken_over(pool: asyncpg.Pool, tryton: TrytonServer, wf: str,
+                                  fence, where: str, *, reversals: bool) -> None:
+    """Attempt A stops inside its write; Postgres ends its transaction (the idle limit, 2 s
+    here), attempt B takes the fence over and settles the entry; then A wakes and carries on
+    with the Tryton calls it was making (its own Postgres transaction is gone: it records
+    nothing, which the test accepts as an error)."""
+    frozen = _Paused(tryton, where)
+
+    async def stale() -> int:
+        async with pool.acquire() as conn:
+            return await push(conn, frozen, fence, wf, None, reversals=reversals, step="race")
+
+    task = asyncio.create_task(stale())
+    await asyncio.wait_for(frozen.reached.wait(), 60)
+    live = await asyncio.wait_for(take_fence(pool, f"{wf}:ledger"), 30)  # waits out A's lock
+    async with pool.acquire() as conn:
+        assert await push(conn, _ledger(tryton), live, wf, None, reversals=reversals,
+                          step="race") == (0 if where == "before_settle" else 1)
+    frozen.release.set()
+    with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError)):
+        await task
+
+
+def _every_move_of(tryton: TrytonServer, key: str) -> list[dict]:
+    """Asked of Tryton: every move with the key, whatever its lines or state."""
+    return tryton._rpc("model.account.move.search_read", [("description", "=", key)], 0, None,
+                       None, ["state"])
+
+
+@pytest.mark.parametrize("where", ["before_create", "before_settle"])
+async def test_a_worker_frozen_inside_its_post_and_woken_after_a_takeover_posts_no_second_move(
+    pool: asyncpg.Pool, tryton: TrytonServer, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The window check-then-post alone left open: A looked the key up (nothing there), checked
+    its fence, froze longer than the idle limit; B took over and posted; A woke and made its
+    move. Tryton now holds A's move as a draft with a higher id than B's, A deletes it and
+    takes B's: one posted move. (Frozen after its create instead: B finds A's draft, the lowest,
+    and posts it; A finds it posted.)"""
+    monkeypatch.setattr(outside_ledger, "OUTSIDE_CALL_SECONDS", 2)
+    wf, fence, wanted = await _owed(pool, 1)
+    (key,) = wanted
+    await _frozen_then_taken_over(pool, tryton, wf, fence, where, reversals=False)
+    moves = tryton.moves()
+    assert [(m["description"], m["state"], m["paise"]) for m in moves] == \
+        [(key, "posted", wanted[key])]
+    assert [m["state"] for m in _every_move_of(tryton, key)] == ["posted"]
+    recorded = await pool.fetchrow("SELECT state, outside_id FROM ledger_postings"
+                                   " WHERE reference = $1", key)
+    assert (recorded["state"], recorded["outside_id"]) == ("posted", str(moves[0]["id"]))
+
+
+@pytest.mark.parametrize("reconciles", [True, False])
+async def test_an_undo_frozen_inside_its_cancel_and_woken_after_a_takeover_cancels_once(
+    pool: asyncpg.Pool, tryton: TrytonServer, monkeypatch: pytest.MonkeyPatch, reconciles: bool
+) -> None:
+    """The same window for the cancelling move `undo:{key}`: with a reconciling payable Tryton's
+    cancel wizard refuses the second cancel (the original's line is reconciled already) and A
+    takes the first; without one, A's reversal is a draft above B's, deleted."""
+    monkeypatch.setattr(outside_ledger, "OUTSIDE_CALL_SECONDS", 2)
+    if not reconciles:
+        (payable,) = tryton._rpc("model.account.account.search", [("code", "=", "AP")], 0, 1, None)
+        tryton._rpc("model.account.account.write", [payable], {"reconcile": False})
+    wf, fence, wanted = await _owed(pool, 1)
+    (key,) = wanted
+    async with pool.acquire() as conn:
+        assert await push(conn, _ledger(tryton), fence, wf, None, reversals=False,
+                          step="race") == 1
+        fence = await take_fence(pool, f"{wf}:ledger")
+        await post_entries(conn, [LedgerEntry(
+            reference=undo_key(key), workflow_id=wf, invoice_no="INV-0", supplier_id="S001",
+            line_no=1, kind="reversal", amount_paise=-wanted[key], reverses=key)], fence)
+        await postings.enqueue_reversals(conn, wf, [undo_key(key)], "tryton")
+    await _frozen_then_taken_over(pool, tryton, wf, fence, "before_create", reversals=True)
+    cancels = [m for m in tryton.moves() if m["description"] == undo_key(key)]
+    assert [(m["state"], m["paise"]) for m in cancels] == [("posted", -wanted[key])]
+    assert [m["state"] for m in _every_move_of(tryton, undo_key(key))] == ["posted"]
+    assert len(tryton.moves()) == 2
