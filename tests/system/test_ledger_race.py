@@ -172,3 +172,35 @@ async def test_an_undo_frozen_inside_its_cancel_and_woken_after_a_takeover_cance
     assert [(m["state"], m["paise"]) for m in cancels] == [("posted", -wanted[key])]
     assert [m["state"] for m in _every_move_of(tryton, undo_key(key))] == ["posted"]
     assert len(tryton.moves()) == 2
+
+
+def test_ledger_init_indexes_the_key_and_a_module_update_keeps_the_index(
+    tryton_template, tmp_path
+) -> None:
+    """recon's look-ups by key read `account_move.description`: the database `recon ledger init`
+    makes indexes it, SQLite's plan for a look-up uses the index, and `trytond-admin -u account`
+    (which drops indexes named like its own that no module declares) leaves it in place."""
+    import shutil
+    import sqlite3
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from recon.ledger.tryton_setup import DATABASE, DESCRIPTION_INDEX, write_config
+
+    directory = tmp_path / "updated"
+    shutil.copytree(tryton_template, directory)
+    conf = write_config(directory)
+    subprocess.run([str(Path(sys.executable).with_name("trytond-admin")), "-c", str(conf), "-d",
+                    DATABASE, "-u", "account"], check=True, capture_output=True)
+    db = sqlite3.connect(directory / f"{DATABASE}.sqlite")
+    try:
+        names = {r[0] for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'account_move'")}
+        plan = " ".join(str(r) for r in db.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM account_move WHERE description IN (?, ?)",
+            ("recon-a", "recon-b")))
+    finally:
+        db.close()
+    assert DESCRIPTION_INDEX in names
+    assert DESCRIPTION_INDEX in plan, plan
