@@ -37,7 +37,7 @@ def _load(loader_name: str, file: Path) -> None:
 @app.command("suppliers")
 @user_errors
 def suppliers(file: Annotated[Path, _FILE]) -> None:
-    """Suppliers: supplier_id,name,email[,gstin]."""
+    """Suppliers: supplier_id,name,email[,gstin][,currency]."""
     _load("load_suppliers", file)
 
 

@@ -140,4 +140,4 @@ async def test_files_that_cannot_be_read(stack, tmp_path) -> None:
     header.write_text("supplier,name,email\nS1,A,a@b.example\n")
     assert _one_error_line(await _cli(env, "load", "suppliers", str(header))) == (
         f"error: {header}:1: header: unknown column 'supplier'; the columns are "
-        "supplier_id,name,email[,gstin]")
+        "supplier_id,name,email[,gstin][,currency]")
