@@ -58,9 +58,25 @@ def test_chaos_night_equals_the_control_night_and_cleans_up() -> None:
     assert not subprocess.run(["pgrep", "-f", "recon-chaos-"], capture_output=True).stdout
 
 
+@pytest.mark.slow
+def test_chaos_on_tryton_leaves_the_control_nights_moves_once_and_cleans_up() -> None:
+    """`--ledger tryton`: both nights post into a Tryton of their own while the faults land; the
+    books under faults hold the control night's moves, each key once, posted."""
+    before = _scratch_dirs()
+    done = _chaos("--invoices", "300", "--kills", "3", "--freezes", "1", "--restarts", "1",
+                  "--seed", "5", "--ledger", "tryton", "--timeout", "600", timeout=700)
+    out = done.stdout
+    assert out.strip().splitlines()[-1:] == ["PASS"], out[-4000:] + done.stderr[-2000:]
+    assert re.search(r"^Tryton: 30 moves in each night's books, each key once, posted, equal$",
+                     out, re.M), out[-4000:]
+    assert _scratch_dirs() <= before
+    assert not subprocess.run(["pgrep", "-f", "recon-chaos-"], capture_output=True).stdout
+
+
 def test_chaos_refuses_bad_input_in_one_line() -> None:
     for args in (("--invoices", "0"), ("--kills", "-1"), ("--date", "2026-13-01"),
-                 ("--invoices", "10", "--mismatches", "999")):
+                 ("--invoices", "10", "--mismatches", "999"), ("--ledger", "sap"),
+                 ("--ledger", "tryton", "--nights", "2")):
         done = _chaos(*args, timeout=60)
         assert done.returncode != 0, args
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, args

@@ -89,11 +89,22 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     await _seed(plan, stack)
     say(f"seeded {plan.invoices} invoices, {plan.mismatches} mismatches (seed {plan.seed}, "
         f"{plan.business_date}) into two databases")
-    control = await _run_night("control", plan, stack, fleets, say, faults=[])
+    books: dict[str, dict[str, str]] = {}
+    if plan.ledger == "tryton":
+        from recon.tools.chaos import ledger
+
+        for name in ("control", "chaos"):
+            server, books[name] = ledger.start(stack.root / f"tryton-{name}",
+                                               int(plan.business_date[:4]))
+            stack.extra.append(server)
+            say(f"{name} night's Tryton at {books[name]['RECON_LEDGER_URL']}")
+    control = await _run_night("control", plan, stack, fleets, say, faults=[],
+                               ledger_env=books.get("control"))
     say(f"control night: {control.outcome} in {control.finished - control.started:.1f} s")
     if control.outcome != "Completed":
         raise ChaosFailed(f"the control night did not complete: {control.outcome}")
-    chaos = await _run_night("chaos", plan, stack, fleets, say, faults=schedule(plan, control.progress))
+    chaos = await _run_night("chaos", plan, stack, fleets, say, faults=schedule(plan, control.progress),
+                             ledger_env=books.get("chaos"))
     took = chaos.finished - chaos.started
     say(f"night under faults: {chaos.outcome} in {took:.1f} s")
     _report(chaos, say)
@@ -111,6 +122,8 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
             say(f"  {invoice} sent to the model at {offsets}")
     if difference is not None:
         raise ChaosFailed(difference)
+    if books:
+        say(ledger.compare(await ledger.books(books["control"]), await ledger.books(books["chaos"])))
 
 
 async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
@@ -149,7 +162,8 @@ async def seed_both(stack: ScratchStack, write: Callable) -> None:
             await pool.close()
 
 
-def _worker_env(stack: ScratchStack, night: str, plan: ChaosPlan, hold: Path | None) -> dict[str, str]:
+def _worker_env(stack: ScratchStack, night: str, plan: ChaosPlan, hold: Path | None,
+                ledger_env: dict[str, str] | None = None) -> dict[str, str]:
     """The workers' environment. `hold`: the night under faults waits before its last step until
     this file exists, which the fault injector writes when every planned fault has landed: the
     faults land whether the machine is fast or slow (the control night's work sets the moments)."""
@@ -162,12 +176,13 @@ def _worker_env(stack: ScratchStack, night: str, plan: ChaosPlan, hold: Path | N
         env.update(RECON_FAILPOINTS=f"before:{HELD_STEP}:hold", RECON_FAILPOINT_RELEASE=str(hold))
     settings = load_settings()  # the workers encrypt as this process does (or not at all)
     env.update(keyring_env(settings.payload_keyring, settings.payload_keys_file))
+    env.update(ledger_env or {})
     return env
 
 
 async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: list[WorkerFleet],
                      say: Callable[[str], None], faults: list[Fault], day: str | None = None,
-                     label: str | None = None) -> Night:
+                     label: str | None = None, ledger_env: dict[str, str] | None = None) -> Night:
     """One night of the `name` database and namespace (`day`: its date, by default the plan's;
     `label`: names its logs and release file, by default `name`)."""
     from recon.runtime.temporal_client import connect
@@ -176,7 +191,8 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     logs = stack.root / f"logs-{label or name}"
     logs.mkdir()
     release = stack.root / f"release-{label or name}" if faults else None
-    fleet = WorkerFleet(_worker_env(stack, name, plan, release), logs, size=plan.workers)
+    fleet = WorkerFleet(_worker_env(stack, name, plan, release, ledger_env), logs,
+                        size=plan.workers)
     fleets.append(fleet)
     fleet.top_up()
     await fleet.wait_ready()

@@ -39,6 +39,8 @@ class ScratchStack:
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="recon-chaos-")))
     postgres: EmbeddedPostgres | None = None
     temporal: TemporalDevServer | None = None
+    # other servers of the run (a night's Tryton with --ledger tryton): stopped by close()
+    extra: list[subprocess.Popen] = field(default_factory=list)
 
     def start(self) -> None:
         self.postgres = EmbeddedPostgres(self.root)
@@ -71,6 +73,10 @@ class ScratchStack:
 
     def close(self) -> None:
         """Stop everything and delete the temp dir; safe to call twice and after a failed start."""
+        for server in self.extra:
+            with contextlib.suppress(Exception):
+                server.terminate()
+                server.wait(15)
         if self.temporal is not None:
             with contextlib.suppress(Exception):
                 self.temporal.stop()
