@@ -122,9 +122,9 @@ def chaos(
     nights: Annotated[int, typer.Option(
         help="Consecutive seeded nights (a month whose orders span them), faults spread over "
              f"them; 1 to {MAX_CHAOS_NIGHTS}.")] = 1,
-    ledger: Annotated[str, typer.Option(
+    ledger: Annotated[str | None, typer.Option(
         "--ledger", help="builtin (the default), or tryton: each night also posts into a real "
-        "Tryton of its own, and the two books must agree.")] = "builtin",
+        "Tryton of its own, and the two books must agree.")] = None,
 ) -> None:
     """Run a seeded night (or --nights of them) clean and under random crashes on a scratch
     stack; compare row by row."""
@@ -137,8 +137,9 @@ def chaos(
                       "--timeout above 0")
     if not 1 <= nights <= MAX_CHAOS_NIGHTS:
         raise Refused(f"--nights must be 1 to {MAX_CHAOS_NIGHTS}, got {nights}")
-    if ledger not in ("builtin", "tryton"):
+    if ledger not in (None, "builtin", "tryton"):
         raise Refused(f"--ledger must be builtin or tryton, got {ledger!r}")
+    ledger = None if ledger == "builtin" else ledger
     if ledger == "tryton" and nights > 1:
         raise Refused("--ledger tryton takes one night (--nights 1)")
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,

@@ -35,7 +35,7 @@ class ChaosPlan:
     timeout: float = 900.0
     documents: str = "text"  # the seed's document format (`recon seed --format`)
     nights: int = 1  # >1: a seeded month of consecutive nights (`recon seed --nights`)
-    ledger: str = "builtin"  # "tryton": each night also posts into a Tryton of its own
+    ledger: str | None = None  # None: the built-in; "tryton": each night posts into its own too
 
 
 @dataclass
