@@ -26,7 +26,7 @@ from recon.documents.extraction.results import STEP
 from recon.domain.keys import extract_fence_store, fence_scope
 from recon.domain.models import Count, ExtractBatch
 from recon.runtime import failpoints
-from recon.store.db import commit_asynchronously
+from recon.store.db import commit_asynchronously, make_durable
 from recon.store.extractions import write_results
 from recon.store.fences import Fence
 from recon.store.invoices import not_yet_extracted
@@ -103,6 +103,10 @@ class ExtractionActivities(Room):
             if isinstance(extractor, OfflineExtractor):
                 done, _ = await _extract_offline(conn, extractor, batch.workflow_id, rest, fence,
                                                  done)
+            # The groups committed asynchronously: on disk before Temporal hears the batch is
+            # done, or a Postgres crash in that moment loses invoices no attempt reads again.
+            await make_durable(conn, fence)
+            if isinstance(extractor, OfflineExtractor):
                 return done
         if not rest:
             return done

@@ -12,6 +12,7 @@ import asyncpg
 
 from recon.domain.errors import DatabaseUnavailable
 from recon.domain.redaction import mask_text
+from recon.store.fences import Fence
 
 MIGRATION_LOCK = 0x7265636F6E  # "recon": one migrator at a time, across processes
 
@@ -127,5 +128,19 @@ async def lock_master_data(conn: asyncpg.Connection) -> None:
 async def commit_asynchronously(conn: asyncpg.Connection) -> None:
     """Inside a transaction: its commit does not wait for the disk. A worker crash cannot lose a
     commit; only a Postgres crash can lose the last fraction of a second, so use it only where
-    the work lost is redone for free."""
+    the work lost is redone for free, and call `make_durable` before telling anyone (Temporal)
+    that the work is done: work an activity reported done is never done again."""
     await conn.execute("SET LOCAL synchronous_commit = off")
+
+
+async def make_durable(conn: asyncpg.Connection, fence: Fence) -> None:
+    """Wait until every commit made so far, asynchronous ones included, is on disk, and check the
+    fence once more. The fence's row lock (FOR SHARE) is a WAL record, so this transaction's
+    commit is synchronous and flushes the WAL up to its own record, which lies after every earlier
+    commit. (A transaction that writes no WAL commits without waiting, whatever the setting.)
+    Without it, a Postgres crash within a fraction of a second of an activity's completion lost
+    the invoices it had recorded, and the night went on without them (seen under `recon chaos`:
+    a night Completed with 290 of 300 extracted)."""
+    async with conn.transaction():
+        await conn.execute("SET LOCAL synchronous_commit = on")
+        await fence.check(conn)
