@@ -40,6 +40,7 @@ from recon.domain.errors import UnreadableInvoice
 from recon.domain.models import Count
 from recon.runtime import failpoints
 from recon.runtime.config import Settings
+from recon.store.db import make_durable
 from recon.store.fences import Fence, ensure_still_held
 from recon.store.invoices import model_failures_so_far
 from recon.store.model_bill import mark_lost
@@ -170,6 +171,12 @@ async def extract_paid(pool: asyncpg.Pool, settings: Settings, extractor: OpenAI
             await _settle_failures(pool, book, settings, workflow_id, len(pending), tally)
     finally:
         await book.close()
+    if fence is not None:
+        # The book commits without waiting for the disk: its answers are on disk before Temporal
+        # hears the batch is done, or a Postgres crash in that moment loses paid answers that no
+        # attempt asks for again (recon/store/db.py make_durable).
+        async with pool.acquire() as conn:
+            await make_durable(conn, fence)
     return Count(count=tally.extracted, parked=tally.parked)
 
 
