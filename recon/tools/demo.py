@@ -79,25 +79,13 @@ async def _wait_first_exit(workers: list[subprocess.Popen], timeout: float) -> t
 
 
 def start_tryton(state: Path, console: Console) -> tuple[subprocess.Popen, dict[str, str]]:
-    """A Tryton for the demo in `state/tryton`: made (~15 s), started on a free port; returns the
-    server and the worker settings that post into it."""
-    import secrets
+    """A Tryton for the demo in `state/tryton`: made (~15 s), started on a free port, as `recon
+    chaos --ledger tryton` makes its own; returns the server and the worker settings."""
+    from recon.tools.chaos.ledger import start
 
-    from recon.ledger.tryton_setup import DATABASE, server_command, write_config
-
-    directory = state / "tryton"
     console.print("making a Tryton database for the demo (company, chart, fiscal year) ...")
-    subprocess.run([sys.executable, "-m", "recon.ledger.tryton_setup", str(directory),
-                    DEMO_DATE[:4]], check=True, stdout=subprocess.DEVNULL,
-                   env={**os.environ, "RECON_LEDGER_SECRET": secrets.token_urlsafe(18)})
-    port = free_port()
-    write_config(directory, port)
-    server = subprocess.Popen(server_command(directory), stdin=subprocess.DEVNULL,
-                              stdout=(directory / "trytond.log").open("ab"),
-                              stderr=subprocess.STDOUT)
-    env = {"RECON_LEDGER": "tryton", "RECON_LEDGER_URL": f"http://127.0.0.1:{port}/{DATABASE}",
-           "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password")}
-    console.print(f"Tryton at {env['RECON_LEDGER_URL']} (log {directory / 'trytond.log'})",
+    server, env = start(state / "tryton", int(DEMO_DATE[:4]))
+    console.print(f"Tryton at {env['RECON_LEDGER_URL']} (log {state / 'tryton' / 'trytond.log'})",
                   markup=False, highlight=False)
     return server, env
 
