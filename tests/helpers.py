@@ -87,3 +87,13 @@ async def wait_awaiting_decision(handle: WorkflowHandle, timeout: float = 120) -
     async def waiting() -> bool:
         return (await handle.query("progress"))["status"] == "AwaitingDecision"
     await wait_for(waiting, timeout, f"{handle.id} to wait for a decision")
+
+
+async def first_handover(pool: asyncpg.Pool, workflow_id: str, timeout: float = 120) -> asyncpg.Record:
+    """The run's first handover row, once it is written (a step that hands over writes it)."""
+
+    async def written() -> asyncpg.Record | None:
+        return await pool.fetchrow("SELECT * FROM handovers WHERE workflow_id = $1"
+                                   " ORDER BY handover_no LIMIT 1", workflow_id)
+
+    return await wait_for(written, timeout, "a handover")

@@ -16,7 +16,7 @@ from recon.ledger.keyed_http import KeyedHttpLedger, LedgerBusy, request_id
 from recon.ledger.port import Entry, LedgerDisagrees
 from recon.tools.seed import seed_night
 from tests.fakes.key_ledger import KeyLedger
-from tests.helpers import inprocess_worker, settings_for, start
+from tests.helpers import first_handover, inprocess_worker, settings_for, start
 
 ENTRY = Entry("recon-2026-10-13-ldh:INV-1:2:price", 12_345, "S001", "INV-1", 2, "price",
               date(2026, 10, 13))
@@ -103,19 +103,10 @@ async def test_a_key_held_with_another_body_hands_over_naming_both(
     async with inprocess_worker(settings):
         handle = await start(client, settings, day, warehouse)
         words = await _failed_words(pool, handle.id)
-        note = await _handover(pool, handle.id)
+        note = await first_handover(pool, handle.id)
     assert "422" in words and '"amount_minor": 1' in words and "recon sent" in words
     assert note["error_message"] == words and note["step"] == "post_adjustments"
     assert note["error_type"] == "LedgerDisagrees" and note["attempts"] == 1
-
-
-async def _handover(pool: asyncpg.Pool, wf: str) -> asyncpg.Record:
-    for _ in range(600):
-        note = await pool.fetchrow("SELECT * FROM handovers WHERE workflow_id = $1", wf)
-        if note:
-            return note
-        await asyncio.sleep(0.2)
-    raise AssertionError("no handover")
 
 
 async def _failed_words(pool: asyncpg.Pool, wf: str) -> str:

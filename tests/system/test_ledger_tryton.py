@@ -12,7 +12,7 @@ import pytest
 from temporalio.client import Client
 
 from recon.tools.seed import seed_night
-from tests.helpers import inprocess_worker, recon_cli, settings_for, start
+from tests.helpers import first_handover, inprocess_worker, recon_cli, settings_for, start
 from tests.tryton import TrytonServer
 
 pytestmark = pytest.mark.slow
@@ -198,7 +198,7 @@ async def test_a_closed_period_hands_over_with_trytons_words_and_loses_nothing(
     settings = _tryton_settings(queue, tryton)
     async with inprocess_worker(settings):
         handle = await start(client, settings, day, warehouse)
-        note = await _handover(pool, handle.id)
+        note = await first_handover(pool, handle.id)
         assert note["step"] == "post_adjustments" and note["attempts"] == 1
         assert "Tryton refused" in note["error_message"], note["error_message"]
         assert "period" in note["error_message"].lower(), note["error_message"]
@@ -220,15 +220,6 @@ async def test_a_closed_period_hands_over_with_trytons_words_and_loses_nothing(
     entries = await _live_entries(pool, handle.id)
     assert _by_key(tryton) == {key: [paise] for key, paise in entries.items()}
     assert len(entries) == 5
-
-
-async def _handover(pool: asyncpg.Pool, wf: str) -> asyncpg.Record:
-    for _ in range(600):
-        note = await pool.fetchrow("SELECT * FROM handovers WHERE workflow_id = $1", wf)
-        if note:
-            return note
-        await asyncio.sleep(0.2)
-    raise AssertionError("no handover")
 
 
 async def test_a_claim_with_gst_puts_each_tax_part_on_its_account(
