@@ -23,7 +23,7 @@ TABLES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
 # The books across nights, compared where the database has them (the cumulative match's tables).
 ACROSS_NIGHTS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("held_lines", ("invoice_no", "supplier_id", "line_no"),
-     ("po_number", "sku", "qty", "unit_price_paise", "invoice_date", "held_until")),
+     ("po_number", "sku", "qty", "unit_price_paise", "billed_night", "issued_on", "held_until")),
     ("acceptances", ("invoice_no", "supplier_id", "line_no"),
      ("po_number", "sku", "qty_accepted", "live")),
 ]

@@ -36,16 +36,17 @@ _LINES_OF_FRESH = """
 INSERT INTO invoice_lines (workflow_id, invoice_no, line_no, supplier_id, po_number, sku,
                            description, qty, unit_price_paise, hsn, tax_category, tax_rate,
                            tax_split, taxable_paise, cgst_paise, sgst_paise, igst_paise,
-                           cess_paise, unit, price_exact)
+                           cess_paise, unit, price_exact, cess_specific_paise)
 SELECT $1, f.invoice_no, l.line_no, x.supplier_id, f.po_number, l.sku, l.description, l.quantity,
        l.unit_price_paise, l.hsn, l.tax_category, l.tax_rate, l.tax_split, l.taxable_paise,
-       l.cgst_paise, l.sgst_paise, l.igst_paise, l.cess_paise, l.unit, l.price_exact
+       l.cgst_paise, l.sgst_paise, l.igst_paise, l.cess_paise, l.unit, l.price_exact,
+       l.cess_specific_paise
 FROM fresh f JOIN x USING (invoice_no)
 CROSS JOIN LATERAL json_to_recordset({lines}->'lines')
      AS l(line_no int, sku text, description text, quantity int, unit_price_paise bigint,
           hsn text, tax_category text, tax_rate numeric, tax_split text, taxable_paise bigint,
           cgst_paise bigint, sgst_paise bigint, igst_paise bigint, cess_paise bigint,
-          unit text, price_exact numeric)
+          unit text, price_exact numeric, cess_specific_paise bigint)
 """
 
 # A group read offline in one statement: its calls, the extractions of the readable ones, their

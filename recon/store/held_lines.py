@@ -9,7 +9,7 @@ import asyncpg
 
 _STILL_HELD = """
 SELECT h.invoice_no, h.line_no, h.supplier_id, h.po_number, h.sku, h.qty, h.qty_open,
-       h.unit_price_paise, h.invoice_date, h.held_until, h.evidence,
+       h.unit_price_paise, h.billed_night, h.issued_on, h.held_until, h.evidence,
        (h.qty::numeric * h.unit_price_paise) AS billed_paise
 FROM held_lines h
 WHERE h.workflow_id = $1
@@ -37,7 +37,7 @@ async def held_count(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) 
 OPEN_HOLDS = """
     SELECT DISTINCT ON (h.invoice_no, h.line_no) h.*
     FROM held_lines h
-    WHERE h.warehouse = $2 AND h.invoice_date < $3 AND h.workflow_id <> $1
+    WHERE h.warehouse = $2 AND h.billed_night < $3 AND h.workflow_id <> $1
       AND NOT EXISTS (SELECT 1 FROM acceptances a
                       WHERE a.invoice_no = h.invoice_no AND a.line_no = h.line_no AND a.live)
     ORDER BY h.invoice_no, h.line_no, h.workflow_id

@@ -167,7 +167,9 @@ SELECT m.supplier_id, s.name, s.email, m.invoice_no, m.line_no, m.kind, m.amount
        coalesce(c.invoice_price_exact, c.invoice_price_paise) AS invoice_price_paise,
        coalesce(c.po_price_exact, c.po_price_paise) AS po_price_paise,
        c.po_number, c.received_to_date, c.prior_accepted, c.beyond_order,
-       lm.invoice_date,
+       -- the original invoice's own date (CGST Rules r.53(1A)); the night it came in when the
+       -- document states none
+       coalesce(lm.issued_on, lm.billed_night) AS invoice_date,
        f.duplicate_of AS repeats, f.duplicate_night AS repeats_night,
        -- what a GST debit note states (docs/books.md "Tax"): the parts, the rates, the HSN
        s.gstin, m.taxable_paise, m.cgst_paise, m.sgst_paise, m.igst_paise, m.cess_paise,
@@ -205,7 +207,7 @@ ORDER BY g.po_number, g.sku, g.received_on, g.receipt_id
 
 _NOTE_EARLIER_BILLS = """
 SELECT a.po_number, a.sku, a.invoice_no, a.supplier_id, a.business_date,
-       coalesce(lm.invoice_date, a.business_date) AS invoice_date, a.qty_accepted
+       coalesce(lm.issued_on, lm.billed_night, a.business_date) AS invoice_date, a.qty_accepted
 FROM unnest($1::text[], $2::text[]) AS k(po_number, sku)
 CROSS JOIN LATERAL (
     SELECT * FROM acceptances a

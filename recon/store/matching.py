@@ -13,7 +13,7 @@ from datetime import date
 
 import asyncpg
 
-from recon.domain.keys import PARKED_LINE, row_template
+from recon.domain.keys import INVOICE_REF, PARKED_LINE, row_template
 from recon.store.db import lock_run
 from recon.store.held_lines import OPEN_HOLDS
 from recon.store.lanes import in_lanes
@@ -29,8 +29,9 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
     Several lines may bill one PO line (partial deliveries, several invoices per order): step 5
     weighs them together, in order. Lines that earlier nights of the warehouse hold awaiting
     receipt, and no night has claimed, are carried into this night's match with their own
-    invoice date. A line billed in another unit than its PO line's is restated in the PO's unit,
-    or parked when no conversion is known (recon/store/units.py).
+    dates (the document's, and the night the bill came in). A line billed in another unit than
+    its PO line's is restated in the PO's unit, or parked when no conversion is known
+    (recon/store/units.py).
 
     Filled once, like steps 4-6: the step's mark (`lines_matched`, migration 072) commits with its
     matches and parked lines, so a run that has its mark has them all, and running the step again
@@ -49,6 +50,8 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
             await _match_lines(conn, pool, workflow_id, business_date)
             await conn.execute(_PARK_BY_DATE, workflow_id, business_date, warehouse,
                                date_window_days, row_template(PARKED_LINE))
+            await conn.execute(_DOCUMENT_DATES, workflow_id, business_date, warehouse,
+                               row_template(INVOICE_REF))
             await restate_lines(conn, workflow_id)
             await conn.execute(_CARRY_HELD, workflow_id, warehouse, business_date)
             matched = await conn.fetchval(
@@ -67,7 +70,7 @@ async def match_orders(pool: asyncpg.Pool, workflow_id: str, business_date: date
 # comment says why); a line citing a number outside every order still parks.
 _MATCH = """
 INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
-                          invoice_date, po_price_exact)
+                          billed_night, po_price_exact)
 SELECT $1, l.invoice_no, l.line_no, p.po_number, p.sku, p.unit_price_paise, $2, p.price_exact
 FROM invoice_lines l
 JOIN purchase_orders o ON o.po_number = l.po_number AND o.supplier_id = l.supplier_id
@@ -175,6 +178,19 @@ WHERE m.workflow_id = $1 AND m.invoice_no = p.invoice_no AND m.line_no = p.line_
 """
 
 
+# Each matched line of the night's own invoices takes its document's own date (`issued_on`, the
+# supplier's): the HSN rate, the order of lines within a PO line and the debit note's "original
+# invoice of" are read on it (migration 086). Only documents that state a date are touched (a
+# text or PDF night updates nothing); a line carried from a hold brings its own (`_CARRY_HELD`).
+_DOCUMENT_DATES = """
+UPDATE line_matches m SET issued_on = i.issued_on
+FROM invoices i
+WHERE i.business_date = $2 AND i.warehouse = $3 AND i.issued_on IS NOT NULL
+  AND m.workflow_id = $1 AND m.invoice_no = format($4, i.supplier_id, i.invoice_no)
+  AND m.carried_from IS NULL
+"""
+
+
 # Lines held awaiting receipt by earlier nights of the warehouse and claimed by no live
 # acceptance: copied into this night's lines and matches, so steps 5-8 weigh, claim and book them
 # like the night's own, under this night's keys. `carried_from` names the night the bill came in
@@ -191,9 +207,9 @@ WITH open_holds AS (""" + OPEN_HOLDS + """), carried AS (
     RETURNING invoice_no, line_no
 )
 INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku, po_price_paise,
-                          invoice_date, carried_from, po_price_exact)
-SELECT $1, h.invoice_no, h.line_no, h.po_number, h.sku, p.unit_price_paise, h.invoice_date,
-       h.workflow_id, p.price_exact
+                          billed_night, carried_from, po_price_exact, issued_on)
+SELECT $1, h.invoice_no, h.line_no, h.po_number, h.sku, p.unit_price_paise, h.billed_night,
+       h.workflow_id, p.price_exact, h.issued_on
 FROM open_holds h
 JOIN carried c ON c.invoice_no = h.invoice_no AND c.line_no = h.line_no
 JOIN po_lines p ON p.po_number = h.po_number AND p.sku = h.sku

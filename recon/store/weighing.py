@@ -4,7 +4,8 @@ the later steps walk.
 
 Per PO line, the open quantity is received to date minus what earlier nights accepted (step 4's
 snapshot). The night's lines of the PO line (its own and those carried from earlier nights) take
-it in order of invoice date, supplier and number, line. A line's outcome:
+it in order of the document's own date (the night the bill came in when it states none), supplier,
+number and line (docs/books.md "Dates"). A line's outcome:
 
 * it is covered: accepted whole;
 * part of it is not received yet but is within the order, and its grace window is open: held
@@ -35,15 +36,15 @@ _WEIGH = """
 WITH lines AS (
     SELECT l.invoice_no, l.line_no, l.supplier_id, l.sku, l.qty,
            l.unit_price_paise, m.po_number, m.po_price_paise, l.price_exact, m.po_price_exact,
-           coalesce(m.invoice_date, $2) AS invoice_date,
+           coalesce(m.billed_night, $2) AS billed_night, m.issued_on,
            s.qty_received,
            -- what the order allows: the quantity ordered and the over-delivery tolerance
            floor(coalesce(s.qty_ordered, 2147483647)::numeric * (100 + $7::numeric) / 100)::bigint
                AS qty_ordered,
            coalesce(s.qty_prior, 0) AS qty_prior,
            coalesce(sum(l.qty) OVER (PARTITION BY m.po_number, m.sku
-                                     ORDER BY coalesce(m.invoice_date, $2), l.supplier_id,
-                                              l.invoice_no, l.line_no
+                                     ORDER BY coalesce(m.issued_on, m.billed_night, $2),
+                                              l.supplier_id, l.invoice_no, l.line_no
                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
                     0) AS cum_before
     FROM invoice_lines l
@@ -61,7 +62,7 @@ WITH lines AS (
            qty - least(qty, greatest(qty_ordered - qty_prior - cum_before, 0)) AS beyond
     FROM lines
 ), judged AS (
-    SELECT *, (qty - take - beyond > 0 AND $2 < invoice_date + $3::int) AS held
+    SELECT *, (qty - take - beyond > 0 AND $2 < billed_night + $3::int) AS held
     FROM weighed
 ), compared AS (
     INSERT INTO comparisons (workflow_id, seq, invoice_no, line_no, supplier_id, sku,
@@ -79,10 +80,11 @@ WITH lines AS (
     SELECT $1, invoice_no, line_no, $4, $2, supplier_id, po_number, sku, take
     FROM judged WHERE NOT held
 ), held AS (
-    INSERT INTO held_lines (workflow_id, invoice_no, line_no, warehouse, invoice_date,
+    INSERT INTO held_lines (workflow_id, invoice_no, line_no, warehouse, billed_night,
                             held_until, supplier_id, po_number, sku, description, qty,
-                            unit_price_paise, qty_open, beyond_order, evidence, price_exact)
-    SELECT $1, invoice_no, line_no, $4, invoice_date, invoice_date + $3::int, supplier_id,
+                            unit_price_paise, qty_open, beyond_order, evidence, price_exact,
+                            issued_on)
+    SELECT $1, invoice_no, line_no, $4, billed_night, billed_night + $3::int, supplier_id,
            po_number, sku,
            -- read here, not carried through the weighing of every line: few lines are held
            (SELECT d.description FROM invoice_lines d WHERE d.workflow_id = $1
@@ -91,8 +93,8 @@ WITH lines AS (
            'billed ' || qty || ' x ' || sku || ' on ' || po_number || ', ' || qty_received
              || ' received to ' || $2 || ', ' || qty_prior + cum_before
              || ' billed before; awaiting receipt of ' || (qty - take - beyond)
-             || ', claimed on ' || (invoice_date + $3::int) || ' if it has not come',
-           price_exact
+             || ', claimed on ' || (billed_night + $3::int) || ' if it has not come',
+           price_exact, issued_on
     FROM judged WHERE held
 )
 SELECT count(*) FROM compared
@@ -104,7 +106,7 @@ SELECT count(*) FROM compared
 # on the weighing: step 5 takes them on a second connection while it weighs, in a transaction of
 # their own, and an attempt after a crash adds the ones missing.
 _FINGERPRINT = """
-INSERT INTO invoice_fingerprints (invoice_no, workflow_id, supplier_id, invoice_date, first_po,
+INSERT INTO invoice_fingerprints (invoice_no, workflow_id, supplier_id, billed_night, first_po,
                                   fingerprint)
 SELECT l.invoice_no, $1, min(l.supplier_id), $2, min(coalesce(l.po_number, '')),
        md5(string_agg(coalesce(l.po_number, '') || '/' || l.sku || ' ' || l.qty || ' @'
@@ -151,7 +153,7 @@ WITH beyond AS MATERIALIZED (
     SELECT f.invoice_no, e.invoice_no AS dup, e.workflow_id AS night
     FROM beyond b
     CROSS JOIN LATERAL (  -- OFFSET 0: a probe of the primary key per candidate, never a scan
-        SELECT f.invoice_no, f.supplier_id, f.first_po, f.fingerprint, f.invoice_date
+        SELECT f.invoice_no, f.supplier_id, f.first_po, f.fingerprint, f.billed_night
         FROM invoice_fingerprints f WHERE f.workflow_id = $1 AND f.invoice_no = b.invoice_no
         OFFSET 0
     ) f
@@ -162,11 +164,11 @@ WITH beyond AS MATERIALIZED (
         SELECT e.invoice_no, e.workflow_id FROM invoice_fingerprints e
         WHERE e.supplier_id = f.supplier_id AND e.first_po = f.first_po
           AND e.fingerprint = f.fingerprint
-          AND (e.invoice_date, e.invoice_no) < (f.invoice_date, f.invoice_no)
+          AND (e.billed_night, e.invoice_no) < (f.billed_night, f.invoice_no)
           AND (e.workflow_id = $1
                OR EXISTS (SELECT 1 FROM acceptances a WHERE a.invoice_no = e.invoice_no AND a.live)
                OR EXISTS (SELECT 1 FROM held_lines h WHERE h.invoice_no = e.invoice_no))
-        ORDER BY e.invoice_date, e.invoice_no
+        ORDER BY e.billed_night, e.invoice_no
         LIMIT 1
     ) e
 )
@@ -261,19 +263,22 @@ WITH carried AS MATERIALIZED (
     -- the night's lines whose document states a tax (a carried line's, where the bill came in),
     -- found by the partial index of migration 082, so a night without tax reads nothing here;
     -- each with the rate it is expected at: its PO line's, else the rate of the longest HSN code
-    -- the line's HSN begins with, in force on the invoice's date (master data, migration 082)
+    -- the line's HSN begins with, in force on the document's own date (`issued_on`: a supply
+    -- invoiced before a change of rate keeps the old rate, CGST Act s.14), else on the night
+    -- the bill came in (a document that states no date; master data, migration 082)
     SELECT x.*, coalesce(po.tax_rate, h.tax_rate) AS expected_rate,
            CASE WHEN po.tax_rate IS NULL THEN 'rate of HSN ' || h.hsn ELSE 'PO rate' END
                AS expected_from
     FROM (
         SELECT il.invoice_no, il.line_no, il.hsn, il.tax_rate, il.tax_split,
-               il.cess_paise AS line_cess, il.taxable_paise AS line_taxable
+               il.cess_paise AS line_cess, il.cess_specific_paise AS line_cess_specific,
+               il.taxable_paise AS line_taxable
         FROM invoice_lines il
         WHERE il.workflow_id = $1 AND il.tax_rate IS NOT NULL
           AND ($7::text IS NULL OR il.supplier_id = $7)
         UNION ALL
         SELECT il.invoice_no, il.line_no, il.hsn, il.tax_rate, il.tax_split, il.cess_paise,
-               il.taxable_paise
+               il.cess_specific_paise, il.taxable_paise
         FROM carried k
         JOIN invoice_lines il ON il.workflow_id = k.carried_from AND il.invoice_no = k.invoice_no
         WHERE il.tax_rate IS NOT NULL
@@ -284,13 +289,14 @@ WITH carried AS MATERIALIZED (
     LEFT JOIN LATERAL (
         SELECT r.hsn, r.tax_rate FROM hsn_tax_rates r
         WHERE po.tax_rate IS NULL AND x.hsn IS NOT NULL AND starts_with(x.hsn, r.hsn)
-          AND r.valid_from <= coalesce(lm.invoice_date, $6)
+          AND r.valid_from <= coalesce(lm.issued_on, lm.billed_night, $6)
         ORDER BY length(r.hsn) DESC, r.valid_from DESC LIMIT 1
     ) h ON true
 ), c AS (
     SELECT c.*, coalesce(f.duplicate_of, fc.duplicate_of) AS duplicate_of,
            coalesce(f.duplicate_night, fc.duplicate_night) AS duplicate_night,
-           t.tax_rate, t.tax_split, t.line_cess, t.line_taxable, t.expected_rate, t.expected_from,
+           t.tax_rate, t.tax_split, t.line_cess, t.line_cess_specific, t.line_taxable,
+           t.expected_rate, t.expected_from,
            il.billed_as,  -- the document's own quantity and unit, when step 3 restated them
            @PRICE@ <> @PO_PRICE@ AND NOT @PRICE_TOLERATED@ AS price_flagged
     FROM comparisons c
@@ -334,7 +340,10 @@ WITH carried AS MATERIALIZED (
              || coalesce(' (billed as ' || billed_as || ')', '') AS detail,
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
            -- the tax of an over-billing: on its taxable excess, at the invoice line's rate
-           (invoiced_qty - received_qty)::numeric * @PRICE@ AS base, tax_rate AS rate
+           (invoiced_qty - received_qty)::numeric * @PRICE@ AS base, tax_rate AS rate,
+           -- a specific cess is owed per unit: on the units billed beyond those received
+           line_cess_specific::numeric * (invoiced_qty - received_qty) / nullif(invoiced_qty, 0)
+               AS cess_by_units
     FROM c WHERE invoiced_qty <> received_qty
     UNION ALL
     SELECT invoice_no, line_no, supplier_id, 'price',
@@ -344,7 +353,8 @@ WITH carried AS MATERIALIZED (
              || coalesce(', possible duplicate of ' || @DUPLICATE_OF@, '')
              || coalesce(' (billed as ' || billed_as || ')', ''),
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
-           (@PRICE@ - @PO_PRICE@) * received_qty, tax_rate
+           (@PRICE@ - @PO_PRICE@) * received_qty, tax_rate,
+           NULL  -- a specific cess does not grow with the price: none of it was over-charged
     FROM c WHERE price_flagged
     UNION ALL
     -- a rate other than the PO line's: the difference of rates on the accepted units' taxable
@@ -355,17 +365,22 @@ WITH carried AS MATERIALIZED (
            tax_rate, tax_split, line_cess, line_taxable, expected_rate,
            received_qty::numeric
              * CASE WHEN price_flagged THEN @PO_PRICE@ ELSE @PRICE@ END,
-           tax_rate - expected_rate
+           tax_rate - expected_rate, NULL
     FROM c WHERE tax_rate <> expected_rate
 ), parted AS (
     -- each part rounded half up (away from zero) to the paisa, per claimed line, as an
-    -- e-invoice rounds each line's tax; CGST and SGST each half the rate; cess in proportion
+    -- e-invoice rounds each line's tax; CGST and SGST each half the rate; an ad valorem cess
+    -- in proportion to the value claimed, a specific cess by the units claimed (a quantity
+    -- claim only), the two summed and rounded once as the line's cess
     SELECT *,
            CASE WHEN tax_split = 'cgst+sgst' THEN round(base * rate / 200) END AS cgst,
            CASE WHEN tax_split = 'igst' THEN round(base * rate / 100) END AS igst,
            CASE WHEN tax_split = 'vat' THEN round(base * rate / 100) END AS vat,
-           CASE WHEN kind <> 'tax' AND line_cess > 0 AND line_taxable > 0
-                THEN round(line_cess::numeric * base / line_taxable) END AS cess
+           CASE WHEN kind <> 'tax' AND ((line_cess > 0 AND line_taxable > 0)
+                                        OR cess_by_units > 0)
+                THEN round(CASE WHEN line_cess > 0 AND line_taxable > 0
+                                THEN line_cess::numeric * base / line_taxable ELSE 0 END
+                           + coalesce(cess_by_units, 0)) END AS cess
     FROM found
 ), totalled AS (
     SELECT *, CASE WHEN tax_split IS NULL THEN amount

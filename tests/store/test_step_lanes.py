@@ -58,7 +58,7 @@ async def _night(pool: asyncpg.Pool, matched: bool = True) -> tuple[str, str, st
         return wf, warehouse, supplier
     await pool.executemany(
         "INSERT INTO line_matches (workflow_id, invoice_no, line_no, po_number, sku,"
-        " po_price_paise, invoice_date) VALUES ($1, $2, $3, $4, $5, 100, $6)",
+        " po_price_paise, billed_night) VALUES ($1, $2, $3, $4, $5, 100, $6)",
         [(wf, inv, ln, po, sku, DAY) for wf, inv, ln, _, po, sku, _ in lines])
     return wf, warehouse, supplier
 
@@ -88,7 +88,7 @@ async def _one_lane(pool: asyncpg.Pool, wf: str, warehouse: str) -> list[tuple]:
     alone = wf + "-alone"
     await pool.execute(
         "INSERT INTO line_matches SELECT $2, invoice_no, line_no, po_number, sku,"
-        " po_price_paise, invoice_date, carried_from FROM line_matches WHERE workflow_id = $1",
+        " po_price_paise, billed_night, carried_from FROM line_matches WHERE workflow_id = $1",
         wf, alone)
     async with pool.acquire() as conn, conn.transaction():
         await matching.snapshot_missing(conn, alone, warehouse, DAY)

@@ -17,7 +17,8 @@ from pydantic import (
 MAX_DOCUMENT_CHARS = 100_000
 MAX_LINES = 500
 _TAX_FIELDS = frozenset({"hsn", "tax_category", "tax_rate", "tax_split", "taxable_paise",
-                         "cgst_paise", "sgst_paise", "igst_paise", "cess_paise"})
+                         "cgst_paise", "sgst_paise", "igst_paise", "cess_paise",
+                         "cess_specific_paise"})
 
 
 class ExtractedLine(BaseModel):
@@ -38,7 +39,8 @@ class ExtractedLine(BaseModel):
     cgst_paise: int | None = None
     sgst_paise: int | None = None
     igst_paise: int | None = None
-    cess_paise: int | None = None
+    cess_paise: int | None = None  # ad valorem cess (a rate on the taxable value)
+    cess_specific_paise: int | None = None  # specific cess (per unit): claimed by units
 
     # Also from a structured document (issue 37): the unit code as written (step 3
     # restates a line in its PO line's unit), and the price in paise with its fraction of a

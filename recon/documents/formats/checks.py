@@ -175,7 +175,9 @@ def tax_of(reading: Reading, line: ReadingLine) -> dict:
             "tax_split": tax_split(reading, line),
             "taxable_paise": paise(abs(line.net_amount)), "cgst_paise": stated(line.cgst),
             "sgst_paise": stated(line.sgst), "igst_paise": stated(line.igst),
-            "cess_paise": stated(line.cess)}
+            "cess_paise": stated(line.cess),
+            # only when the document states one: a line without it stores as it always did
+            **({"cess_specific_paise": stated(line.cess_specific)} if line.cess_specific else {})}
 
 
 def payable_paise(reading: Reading) -> int:

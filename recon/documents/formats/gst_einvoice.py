@@ -143,8 +143,13 @@ def _item(item: dict, line_no: int) -> tuple[ReadingLine, list[Total], dict[str,
     tot, discount, ass = (_num(item, k, where) for k in ("TotAmt", "Discount", "AssAmt"))
     rate = _num(item, "GstRt", where)
     igst, cgst, sgst = (_num(item, k, where) for k in ("IgstAmt", "CgstAmt", "SgstAmt"))
-    cess = sum((_num(item, k, where) for k in ("CesAmt", "CesNonAdvlAmt")), ZERO)
-    state_cess = sum((_num(item, k, where) for k in ("StateCesAmt", "StateCesNonAdvlAmt")), ZERO)
+    # Cess ad valorem (`CesAmt`, `StateCesAmt`: a rate on the assessable value) and specific
+    # (`CesNonAdvlAmt`, `StateCesNonAdvlAmt`: per unit or per thousand sticks) are kept apart: a
+    # specific cess does not grow with the price, so a claim takes it by units (docs/books.md "Tax").
+    cess_ad_valorem = _num(item, "CesAmt", where) + _num(item, "StateCesAmt", where)
+    cess_specific = _num(item, "CesNonAdvlAmt", where) + _num(item, "StateCesNonAdvlAmt", where)
+    cess = _num(item, "CesAmt", where) + _num(item, "CesNonAdvlAmt", where)
+    state_cess = _num(item, "StateCesAmt", where) + _num(item, "StateCesNonAdvlAmt", where)
     other = _num(item, "OthChrg", where)
     value = optional_decimal(None if item.get("TotItemVal") is None else str(item["TotItemVal"]),
                              f"{where} TotItemVal")
@@ -165,7 +170,7 @@ def _item(item: dict, line_no: int) -> tuple[ReadingLine, list[Total], dict[str,
                        quantity=qty, net_amount=ass, unit_price=price, tax_rate=rate,
                        tax_amount=taxes, gross_amount=value, unit=_text(item, "Unit") or None,
                        hsn=_text(item, "HsnCd")[:16] or None, cgst=cgst, sgst=sgst, igst=igst,
-                       cess=cess + state_cess)
+                       cess=cess_ad_valorem, cess_specific=cess_specific)
     sums = {"AssVal": ass, "CgstVal": cgst, "SgstVal": sgst, "IgstVal": igst, "CesVal": cess,
             "StCesVal": state_cess}
     return line, checks, sums

@@ -58,7 +58,8 @@ class ReadingLine:
     cgst: Decimal | None = None
     sgst: Decimal | None = None
     igst: Decimal | None = None
-    cess: Decimal | None = None
+    cess: Decimal | None = None  # ad valorem: a rate on the assessable value
+    cess_specific: Decimal | None = None  # per unit (GST `CesNonAdvlAmt`): not by value
 
 
 @dataclass(frozen=True)
