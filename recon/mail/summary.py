@@ -76,7 +76,9 @@ async def load_summary(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str
         withdrawals=await delivery(conn, workflow_id, "withdrawal"),
         model_bill=(await model_bill(conn, workflow_id)).line(),
         credit_notes=await _credit_notes(conn, business_date, warehouse),
-        held=[dict(h, invoice=invoice_label(h["invoice_no"], h["supplier_id"]))
+        # a held bill is named with its own date: it may be claimed nights after it came in
+        held=[dict(h, invoice=invoice_label(h["invoice_no"], h["supplier_id"])
+                   + (f" of {h['issued_on']:%d %b %Y}" if h["issued_on"] else ""))
               for h in await held_by(conn, workflow_id)],
         over_delivered=[dict(r, invoice=invoice_label(r["invoice_no"], r["supplier_id"]))
                         for r in await over_deliveries(conn, workflow_id)],

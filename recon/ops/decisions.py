@@ -62,7 +62,7 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
     is built from data (names, notes, errors), so each is made printable: control characters
     are shown escaped, never sent to the terminal."""
     rows = await handovers.of_run(pool, workflow_id)
-    memo = await _memo(client, workflow_id)
+    memo, after = await _memo_and_after(client, workflow_id)
     ignored = memo.get("ignored_decisions") or []
     ignored = ignored if isinstance(ignored, list) else []
     refused = await refusals_of(pool, workflow_id)
@@ -90,8 +90,22 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
                 f"Four eyes: {second.get('decision')} by {second.get('by')} waits for a second, "
                 f"different approver"))
     elif rows:
-        lines.append(printable(rows[-1]["note"].rstrip(), keep_newlines=True))
+        # Decided: say so first, by whom and what the run did next; the note it answered (which
+        # asked for a decision) follows as the record it was, not as the state of things.
+        last = rows[-1]
+        confirmed = f", confirmed by {last['confirmed_by']}" if last["confirmed_by"] else ""
+        lines.append(printable(
+            f"Handover #{last['handover_no']} ({last['step']}: {last['error_type']}) was decided: "
+            f"{last['decision']} by {last['decided_by']}{confirmed} at "
+            f"{last['decided_at']:%Y-%m-%d %H:%M:%S}"
+            + (f" ({last['decision_note']})" if last["decision_note"] else "")))
+        lines.append(printable(f"What happened next: {after}"))
         lines.append("Status: no handover is pending")
+        lines.append("")
+        lines.append(f"The note of handover #{last['handover_no']}, as it stood before the "
+                     f"decision:")
+        lines.extend("  " + line for line in printable(
+            last["note"].rstrip(), keep_newlines=True).splitlines())
     if rows:
         lines.append("")
         lines.append("Handovers and decisions:")
@@ -132,8 +146,29 @@ async def handover_record(client: Client, pool: asyncpg.Pool, workflow_id: str) 
 
 
 async def _memo(client: Client, workflow_id: str) -> dict:
+    return (await _memo_and_after(client, workflow_id))[0]
+
+
+async def _memo_and_after(client: Client, workflow_id: str) -> tuple[dict, str]:
+    """The run's memo, and in words where the run stands now (after a decision): its business
+    status (ReconStatus) and step, or how the workflow ended."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from recon.domain.labels import RECON_STATUS, RECON_STEP
+
     try:
-        memo = await (await client.get_workflow_handle(workflow_id).describe()).memo()
+        described = await client.get_workflow_handle(workflow_id).describe()
+        memo = await described.memo()
     except RPCError:
-        return {}
-    return memo if isinstance(memo, dict) else {}
+        return {}, "the run is no longer on the Temporal server (its record is in Postgres)"
+    memo = memo if isinstance(memo, dict) else {}
+    status = described.typed_search_attributes.get(RECON_STATUS)
+    step = described.typed_search_attributes.get(RECON_STEP)
+    if described.status == WorkflowExecutionStatus.RUNNING:
+        after = f"the run went on; it is {status or 'Running'}" + (f" at {step}" if step else "")
+    elif described.status == WorkflowExecutionStatus.COMPLETED:
+        after = f"the run went on and ended {status or 'Completed'}"
+    else:
+        state = described.status.name.lower().replace("_", " ") if described.status else "ended"
+        after = f"the run ended: {state}"
+    return memo, after

@@ -141,6 +141,14 @@ async def test_decisions_name_their_handover_and_ignored_signals_stay_on_record(
     assert summary.status == "Completed" and summary.debit_notes > 0
     shown = recon_cli(env, "handover", wf)
     assert "-> resume by asha" in shown.stdout and "ignored: resume by ravi" in shown.stdout
+    # Decided: it says so first, by whom and what happened next; the note it answered is the
+    # record below, not the state of things.
+    first_lines = shown.stdout.splitlines()[:3]
+    assert first_lines[0].startswith("Handover #1 (") and "was decided: resume by asha" \
+        in first_lines[0], shown.stdout
+    assert first_lines[1] == "What happened next: the run went on and ended Completed", \
+        shown.stdout
+    assert first_lines[2] == "Status: no handover is pending", shown.stdout
 
 
 async def _ignored(client: Client, wf: str) -> bool:
