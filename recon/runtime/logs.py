@@ -67,27 +67,22 @@ class _CurrentStderr(logging.StreamHandler):
         super().emit(record)
 
 
-def configure(json_lines: bool | None = None, level: str | None = None) -> None:
-    """Idempotent: the first call wins, later calls (worker inside `recon dev`) change nothing."""
-    global _configured
-    if _configured:
-        return
-    _configured = True
-    as_json = wants_json() if json_lines is None else json_lines
-    level_name = (level or os.environ.get("RECON_LOG_LEVEL") or str(DEFAULTS["RECON_LOG_LEVEL"])).upper()
-    shared = [
-        structlog.contextvars.merge_contextvars,
-        structlog.stdlib.ExtraAdder(),
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        _temporal_context,
-        _mask_secrets,
-    ]
+_SHARED = [
+    structlog.contextvars.merge_contextvars,
+    structlog.stdlib.ExtraAdder(),
+    structlog.stdlib.add_log_level,
+    structlog.stdlib.add_logger_name,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+    _temporal_context,
+    _mask_secrets,
+]
+
+
+def _formatter(as_json: bool) -> logging.Formatter:
     renderer = (structlog.processors.JSONRenderer() if as_json
                 else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
-    formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared,
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=_SHARED,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             # tracebacks as text, then masked too: an exception's message is text that leaves
@@ -96,13 +91,33 @@ def configure(json_lines: bool | None = None, level: str | None = None) -> None:
             renderer,
         ],
     )
+
+
+def to_file(path: os.PathLike | str) -> None:
+    """Send this process's log lines to `path`, one JSON object per line, instead of stderr: a
+    command that tells a story on the terminal (`recon demo`) keeps its logs, masked as always,
+    in a file it names."""
+    configure()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(_formatter(True))
+    logging.getLogger().handlers[:] = [handler]
+
+
+def configure(json_lines: bool | None = None, level: str | None = None) -> None:
+    """Idempotent: the first call wins, later calls (worker inside `recon dev`) change nothing."""
+    global _configured
+    if _configured:
+        return
+    _configured = True
+    as_json = wants_json() if json_lines is None else json_lines
+    level_name = (level or os.environ.get("RECON_LOG_LEVEL") or str(DEFAULTS["RECON_LOG_LEVEL"])).upper()
     handler = _CurrentStderr()
-    handler.setFormatter(formatter)
+    handler.setFormatter(_formatter(as_json))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level_name)
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[*_SHARED, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -29,6 +29,7 @@ from recon.mail.smtp_sink import MailSink
 from recon.ops.approvers import ensure_tool_approver
 from recon.ops.history import read_history
 from recon.ops.inspection import inspect_run
+from recon.runtime import logs
 from recon.runtime.config import state_dir
 from recon.runtime.devstack import RunningStack, embedded_stack
 from recon.runtime.embedded import free_port, port_open
@@ -39,6 +40,7 @@ from recon.tools.seed import seed_night
 
 DEMO_DATE, DEMO_WAREHOUSE = "2026-10-13", "ldh"
 DEMO_INVOICES, DEMO_MISMATCHES, CRASH_AT = 312, 40, 24
+DEMO_POST_BATCH = 5  # step 7 commits entries five at a time: entry 24 dies in the fifth batch
 DEMO_QUEUE = "recon-demo"
 
 
@@ -47,9 +49,11 @@ class DemoOutcome:
     facts: dict
     crash_to_finish: float
     crash_exit_code: int
-    resumed_after: int
-    walked_again: int
+    resumed_after: int  # the entry the retry's last heartbeat reached (Temporal's record)
+    walked_again: int  # entries after it the retry found posted, by key, and did not post
     mail: str = ""  # what the loopback mail server received for the run
+    committed_at_kill: int = 0  # ledger rows committed when the worker died
+    inserted_by_retry: int = 0
 
 
 def _spawn_worker(stack: RunningStack, log: Path, **env: str) -> subprocess.Popen:
@@ -133,7 +137,7 @@ async def play(stack: RunningStack, state: Path, console: Console,
                     for n in (1, 2)]
         from starter import start_night
 
-        settings = replace(settings, task_queue=DEMO_QUEUE, post_batch_size=5)
+        settings = replace(settings, task_queue=DEMO_QUEUE, post_batch_size=DEMO_POST_BATCH)
         handle = await start_night(client, settings, DEMO_DATE, DEMO_WAREHOUSE)
         console.print(f"started {handle.id}; workers 1 and 2 poll its task queue, and the one "
                       f"that runs step 7 will die at entry {CRASH_AT}")
@@ -159,7 +163,8 @@ async def play(stack: RunningStack, state: Path, console: Console,
              history.steps[name].activities if name in history.steps else 0)
             for name in STEPS
         ]
-        return DemoOutcome(facts, finished, code, result.started_at, result.walked_again, mail)
+        return DemoOutcome(facts, finished, code, result.started_at, result.walked_again, mail,
+                           committed_at_kill=posted, inserted_by_retry=result.inserted)
     finally:
         for worker in workers:
             if worker.poll() is None:
@@ -181,11 +186,21 @@ def show(outcome: DemoOutcome, console: Console) -> None:
     for n, (name, attempts, activities) in enumerate(outcome.facts["steps_table"], 1):
         note = ""
         if name == "post_adjustments":
-            note = (f"worker killed at entry {CRASH_AT}; attempt {attempts} resumed after entry "
-                    f"{outcome.resumed_after}, walked {outcome.walked_again} again")
+            note = (f"worker killed at entry {CRASH_AT} with {outcome.committed_at_kill} "
+                    f"committed; attempt {attempts} resumed at entry "
+                    f"{outcome.committed_at_kill + 1}")
         table.add_row(str(n), name, str(activities), str(attempts), note)
     console.print(table)
     f = outcome.facts
+    twice = f["ledger_rows"] - f["distinct_keys"]
+    console.print(
+        f"step 7: the worker died at entry {CRASH_AT} with entries 1-{outcome.committed_at_kill} "
+        f"committed (in batches of {DEMO_POST_BATCH}; entry {CRASH_AT}'s batch rolled back). "
+        f"Attempt 2 began after entry {outcome.resumed_after}, the last progress its heartbeat "
+        f"had reported; it found entries {outcome.resumed_after + 1}-"
+        f"{outcome.resumed_after + outcome.walked_again} already posted (their keys), posted "
+        f"nothing for them, and posted {outcome.inserted_by_retry} new from entry "
+        f"{outcome.committed_at_kill + 1}: {twice} posted twice.", markup=False, highlight=False)
     console.print(f"ledger rows: {f['ledger_rows']}, distinct keys: {f['distinct_keys']}")
     console.print(f"model calls: {f['model_calls']} (invoices: {f['invoices']}, "
                   f"not {2 * f['invoices']})")
@@ -203,6 +218,12 @@ def run_demo(exit_at_once: bool, console: Console, ledger: str | None = None) ->
     """`ledger`: None for the built-in ledger alone, "tryton" to post into a Tryton too."""
     state = state_dir() / "demo"
     shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(parents=True, exist_ok=True)
+    # The story on stdout; this process's JSON log lines in a file (each worker has its own).
+    log = state / "demo.log"
+    logs.to_file(log)
+    console.print(f"logs: {log} (this process), {state}/worker-1.log and worker-2.log (JSON lines)",
+                  markup=False, highlight=False)
     port = 7233 if not port_open(7233) else free_port()
     ui_port = 8233 if not port_open(8233) else free_port()
     with embedded_stack(state, port, ui_port, persistent=False) as stack, \
