@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,3 +38,13 @@ def tryton(tryton_template: Path, tmp_path: Path) -> Iterator[TrytonServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def place() -> Iterator[Path]:
+    """A folder outside pytest's own temporary root, which pytest keeps at mode 700 (and sets
+    so again when another session starts): the embedded Postgres runs as its own user and must
+    reach its data folder."""
+    folder = Path(tempfile.mkdtemp(prefix="recon-readme-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

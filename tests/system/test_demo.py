@@ -16,14 +16,14 @@ pytestmark = pytest.mark.slow
 
 
 async def test_the_demo_tells_one_consistent_story_and_keeps_its_logs_in_a_file(
-        stack, tmp_path: Path) -> None:
-    env = {k: v for k, v in stack.env(RECON_HOME=str(tmp_path / "home")).items()
+        stack, place: Path) -> None:
+    env = {k: v for k, v in stack.env(RECON_HOME=str(place / "home")).items()
            if k not in ("DATABASE_URL", "TEMPORAL_ADDRESS")}  # the demo makes its own stack
     done = await asyncio.to_thread(recon_cli, env, "demo", "--exit", timeout=600)
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     out = done.stdout
     assert done.stderr == "", done.stderr[-3000:]
-    log = tmp_path / "home" / "demo" / "demo.log"
+    log = place / "home" / "demo" / "demo.log"
     assert f"logs: {log}" in out, out
     assert log.stat().st_size > 0 and all(
         line.startswith("{") for line in log.read_text().splitlines()), "JSON lines"
