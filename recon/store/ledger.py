@@ -98,6 +98,18 @@ WHERE l.amount_paise <> x.a OR l.invoice_no <> x.i OR l.reverses IS DISTINCT FRO
 """
 
 
+def insert_arguments(entries: list[LedgerEntry], fence: Fence | None) -> list[object]:
+    """`_INSERT`'s parameters for a batch: one array per column, in the batch's order."""
+    columns = [list(c) for c in zip(*[
+        (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, e.line_no, e.kind,
+         e.amount_paise, e.memo, e.reverses)
+        for e in entries
+    ], strict=True)]
+    parts = [list(c) for c in zip(*[e.parts.row() if e.parts else _NO_PARTS for e in entries],
+                                  strict=True)]
+    return [*columns, fence.token if fence else None, *parts]
+
+
 async def post_entries(
     conn: asyncpg.Connection, entries: list[LedgerEntry], fence: Fence | None = None
 ) -> int:
@@ -107,19 +119,11 @@ async def post_entries(
     posters of overlapping batches wait for each other and never deadlock."""
     if not entries:
         return 0
-    columns = list(zip(*[
-        (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, e.line_no, e.kind,
-         e.amount_paise, e.memo, e.reverses)
-        for e in entries
-    ], strict=True))
-    parts = [list(c) for c in zip(*[e.parts.row() if e.parts else _NO_PARTS for e in entries],
-                                  strict=True)]
     async with conn.transaction():
         if fence is not None:
             await fence.check(conn)
         failpoints.hit("in_transaction", "ledger")
-        inserted = await conn.fetch(_INSERT, *[list(c) for c in columns],
-                                    fence.token if fence else None, *parts)
+        inserted = await conn.fetch(_INSERT, *insert_arguments(entries, fence))
         if len(inserted) < len(entries):
             different = await conn.fetch(
                 _DIFFERENT,
