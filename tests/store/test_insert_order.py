@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -184,8 +185,9 @@ async def _until_blocked(pool: asyncpg.Pool, waiter: int, by: int | None = None,
         await asyncio.sleep(0.01)
 
 
+@pytest.mark.parametrize("repeat", range(int(os.environ.get("RECON_RACE_REPEAT", "1"))))
 async def test_posters_of_overlapping_batches_in_opposite_orders_wait_instead_of_deadlocking(
-    database: Database, pool: asyncpg.Pool, big_ledger: None,
+    database: Database, pool: asyncpg.Pool, big_ledger: None, repeat: int,
 ) -> None:
     """The CI failure of issue 44, made to happen every time. Poster A has the lower two thirds
     of the keys, poster B the upper two thirds, given in reverse and run with only a hash join
