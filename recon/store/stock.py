@@ -43,13 +43,14 @@ class StockMovement:
 # The lock order, all of it: a booking first inserts its movements in movement-key order (each
 # insert takes its key; both statements say `ORDER BY key COLLATE "C"`, so a plan cannot reorder
 # them and the two statements agree), and only then its levels in (warehouse, sku) order: the
-# GROUP BY consumes every row `moved` returns before the first level is written. A level lock is
+# GROUP BY consumes every row `moved` returns before the first level is written (a seed writing
+# levels sorts its rows the same way: recon/store/seeding.py). A level lock is
 # so only ever held by a booking past its last movement, which waits for no movement key: no
 # cycle, whatever two bookings overlap in.
 _LEVELS_BY_NEW_ROWS = """levels AS (
     INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
     SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
-    ORDER BY warehouse, sku
+    ORDER BY warehouse COLLATE "C", sku COLLATE "C"
     ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
 )
 """

@@ -14,12 +14,13 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import date
 
 import asyncpg
 import pytest
 
 from recon.domain.keys import adjustment_key, fence_scope
-from recon.store import ledger, ledger_postings, stock
+from recon.store import credit_notes, ledger, ledger_postings, model_bill, seeding, stock
 from recon.store.fences import take_fence
 from recon.store.ledger import LedgerEntry, insert_arguments, post_entries
 from tests.conftest import Database
@@ -127,6 +128,12 @@ async def test_every_keyed_multi_row_insert_is_fed_by_a_bytewise_sort(
         (stock._MOVE, "stock_movements", [*move_args, None], "x.k"),
         (stock._MOVE_RANGE, "stock_movements",
          ["w", 0, 10, "WH", "scope", 1, 1, None, True, "%s/%s"], "w.key"),
+        (stock._MOVE, "stock_levels", [*move_args, None], "moved"),
+        (seeding._IMPORT_INVOICES, "invoices",
+         [["I-2", "I-1"], ["S", "S"], [date(2026, 1, 1)] * 2, ["WH"] * 2, ["", ""]], "x.s"),
+        (credit_notes._INSERT, "credit_notes",
+         [["S"], ["C-1"], [date(2026, 1, 1)], ["WH"], [None], ["ubl"], ["f"], ["h"], [""], [1],
+          ["INR"], [1], [""]], "x.s"),
         (ledger_postings._ENQUEUE_LIVE, "ledger_postings", ["w", None, "tryton"], "l.reference"),
         (ledger_postings._ENQUEUE_REVERSALS, "ledger_postings", ["w", ["r"], "tryton"],
          "r.reference"),
@@ -140,15 +147,23 @@ async def test_every_keyed_multi_row_insert_is_fed_by_a_bytewise_sort(
             assert feed["Sort Key"][0].endswith('COLLATE "C"'), (table, feed["Sort Key"])
 
 
-async def test_mark_verified_locks_the_rows_in_key_order_before_it_changes_them(
-    conn: asyncpg.Connection,
+LOCKING_UPDATES = {
+    "ledger_postings.mark_verified": (ledger_postings._MARK_VERIFIED, [["a", "b"]],
+                                      'ledger_postings.reference COLLATE "C"'),
+    "model_bill.mark_lost": (model_bill.MARK_LOST, ["w", ["I-1", "I-2"]], "model_calls.id"),
+}
+
+
+@pytest.mark.parametrize("name", LOCKING_UPDATES)
+async def test_multi_row_updates_lock_their_rows_in_key_order_before_they_change_them(
+    conn: asyncpg.Connection, name: str,
 ) -> None:
     """The UPDATE's rows come from a FOR UPDATE over a Sort: locked one by one in key order."""
-    plan = json.loads(await conn.fetchval(
-        "EXPLAIN (FORMAT JSON) " + ledger_postings._MARK_VERIFIED, ["a", "b"]))[0]["Plan"]
+    query, args, key = LOCKING_UPDATES[name]
+    plan = json.loads(await conn.fetchval("EXPLAIN (FORMAT JSON) " + query, *args))[0]["Plan"]
     lock = next(n for n in _nodes(plan) if n["Node Type"] == "LockRows")
     assert lock["Plans"][0]["Node Type"] == "Sort"
-    assert lock["Plans"][0]["Sort Key"][0].endswith('COLLATE "C"')
+    assert lock["Plans"][0]["Sort Key"][0].startswith(key), lock["Plans"][0]["Sort Key"]
 
 
 # -------------------------------------------------------------------------- the race itself
