@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from temporalio.client import Client
 
-from recon.domain.errors import Refusal, Refused
+from recon.domain.errors import Refusal, Refused, transaction_conflict
 from recon.domain.keys import WAREHOUSE_CODE
 from recon.domain.printable import printable
 from recon.runtime.config import load_settings
@@ -48,15 +48,29 @@ def fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+# sysexits' EX_TEMPFAIL: the command may succeed if it is run again (a script can tell it apart).
+TEMPFAIL = 75
+
+
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except USER_FACING as exc:
-            fail(str(exc) or type(exc).__name__)
         except KeyboardInterrupt:
             fail("interrupted", 130)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # the command's own exit, already said
+        except Exception as exc:
+            # Asked first: a conflict may come wrapped in a ValueError, which would read as a
+            # refusal of the input. It is a race with a worker, and running again is the remedy.
+            conflict = transaction_conflict(exc)
+            if conflict is not None:
+                fail(f"a write raced another writer of the same rows and Postgres rolled it back "
+                     f"({type(conflict).__name__}); run the command again", TEMPFAIL)
+            if isinstance(exc, USER_FACING):
+                fail(str(exc) or type(exc).__name__)
+            raise
 
     return wrapper
 

@@ -195,19 +195,82 @@ def _is_temporal_unreachable(exc: BaseException) -> bool:
     )
 
 
-def classify(exc: BaseException) -> str:
-    """'temporary' or 'unknown'. Permanent-for-one-item failures never reach here: they park."""
+# Postgres's transaction rollback class, as the server says it (SQLSTATE): a serialization failure
+# and a detected deadlock. Either means "this transaction lost a race, run it again": nothing it
+# wrote stays, and the keys make the redo harmless. Matched by code too, because asyncpg names the
+# class after the code it was given, and a wrapper may carry only the code.
+CONFLICT_SQLSTATES = frozenset({"40001", "40P01"})
+
+# Verdicts this product raises on purpose: whatever they were raised from, they are not temporary.
+_VERDICTS: tuple[type[BaseException], ...] = (
+    Refusal, UnreadableInvoice, KeyPayloadConflict, VerificationFailed, StaleAttempt,
+)
+
+
+def is_transaction_conflict(exc: BaseException) -> bool:
+    """A deadlock or serialization failure, by class or by SQLSTATE (this error alone)."""
+    return (isinstance(exc, asyncpg.SerializationError | asyncpg.DeadlockDetectedError)
+            or getattr(exc, "sqlstate", None) in CONFLICT_SQLSTATES)
+
+
+def _own_kind(exc: BaseException) -> str:
+    """'temporary' or 'unknown' by this error's own class, not by what it was raised from."""
     if isinstance(exc, (*TEMPORARY_PG, ConnectionError, TimeoutError, asyncio.TimeoutError)):
         return "temporary"
-    if isinstance(exc, OSError):
+    if is_transaction_conflict(exc) or isinstance(exc, OSError):
         return "temporary"
     if _is_temporary_model_error(exc) or _is_temporal_unreachable(exc):
         return "temporary"
     return "unknown"
 
 
+def _database_cause(exc: BaseException) -> BaseException | None:
+    """The Postgres error a wrapper was raised from or while handling (`raise X from pg_error`, an
+    error of a transaction's exit raised while the body's error was propagating), if that error
+    is temporary. Only database errors are looked for down the chain: a bug raised while
+    handling a timeout is still a bug, but nothing a transaction raises while it rolls back a
+    deadlock can make the deadlock less temporary."""
+    seen: set[int] = set()
+    at = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if (isinstance(at, TEMPORARY_PG) or is_transaction_conflict(at)) and \
+                _own_kind(at) == "temporary":
+            return at
+        at = at.__cause__ or (None if at.__suppress_context__ else at.__context__)
+    return None
+
+
+def temporary_cause(exc: BaseException) -> BaseException | None:
+    """The error that makes `exc` temporary (itself, a member of its group, or the database error
+    it wraps), or None when it is not temporary. A group is temporary when every member is: one
+    bug among them hands the run over."""
+    if isinstance(exc, BaseExceptionGroup):
+        causes = [temporary_cause(e) for e in exc.exceptions]
+        return causes[0] if causes and all(causes) else None
+    if _own_kind(exc) == "temporary":
+        return exc
+    if isinstance(exc, _VERDICTS):
+        return None
+    return _database_cause(exc)
+
+
+def transaction_conflict(exc: BaseException) -> BaseException | None:
+    """The deadlock or serialization failure `exc` is, or carries, if any (see `temporary_cause`)."""
+    cause = temporary_cause(exc)
+    return cause if cause is not None and is_transaction_conflict(cause) else None
+
+
+def classify(exc: BaseException) -> str:
+    """'temporary' or 'unknown'. Permanent-for-one-item failures never reach here: they park.
+    A deadlock or serialization failure is temporary wherever it surfaces: on its own, inside a
+    group, or as what another error was raised from."""
+    return "temporary" if temporary_cause(exc) is not None else "unknown"
+
+
 def outage_in_words(exc: BaseException) -> str:
     """What a temporary error means for the person reading a handover note."""
+    exc = temporary_cause(exc) or exc
     words = getattr(exc, "outage_words", None)  # an error that says what went away
     if isinstance(words, str):
         return words
@@ -218,6 +281,8 @@ def outage_in_words(exc: BaseException) -> str:
         return f"model provider answering {status}" if status else "model provider unreachable"
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):  # an OSError too: ask first
         return "timed out"
+    if is_transaction_conflict(exc):
+        return "database conflicts with a racing attempt"
     if isinstance(exc, (*TEMPORARY_PG, OSError)):
         return "database unreachable"
     return "temporary errors"

@@ -16,6 +16,7 @@ SELECT s, n, d, w, i, f, fn, h, string_to_array(c, chr(31)), a, cur, l, t
 FROM unnest($1::text[], $2::text[], $3::date[], $4::text[], $5::date[], $6::text[], $7::text[],
             $8::text[], $9::text[], $10::bigint[], $11::text[], $12::int[], $13::text[])
      AS x(s, n, d, w, i, f, fn, h, c, a, cur, l, t)
+ORDER BY s COLLATE "C", n COLLATE "C"  -- key order: see recon/store/ledger.py `_INSERT`
 ON CONFLICT (supplier_id, credit_note_no) DO NOTHING
 RETURNING credit_note_no
 """

@@ -22,4 +22,5 @@ async def record_messages(conn: asyncpg.Connection,
         await conn.executemany(
             "INSERT INTO mail_messages (message_id, business_date, warehouse, outcome, reason,"
             " documents, file_name) VALUES ($1, $2, $3, $4, $5, $6, $7)"
-            " ON CONFLICT (message_id) DO NOTHING", rows)
+            " ON CONFLICT (message_id) DO NOTHING",
+            sorted(rows, key=lambda r: r[0].encode()))  # key order: two pollers wait, never deadlock

@@ -53,6 +53,18 @@ PART_COLUMNS = ("taxable_paise", "cgst_paise", "sgst_paise", "igst_paise", "cess
                 "vat_paise")
 
 # A reversal's parts are its original's, negated, read here: an undo reverses every part.
+#
+# The rows are inserted in key order, byte by byte (`ORDER BY x.r COLLATE "C"`), whatever order the
+# caller gave and whatever plan the join gets. Why it must be the statement that orders them:
+# each insert takes its key's lock (a racing poster of the same key waits for this transaction),
+# so two posters of overlapping batches deadlock unless both take the keys in one order. Sorting
+# the batch in Python was not enough: the LEFT JOIN below may run as a Hash Right Join (the batch
+# hashed, rows emitted in hash order: measured, a sorted batch of 12 came out exactly reversed)
+# or a Merge Join (the batch re-sorted by `reverses`, NULL for every forward entry), and which
+# plan runs depends on the table's size and the batch's. An ORDER BY on the SELECT puts a Sort on
+# top of whatever join runs, and an INSERT takes its rows in the order its SELECT yields them
+# (tests/store/test_insert_order.py checks that under every join method). "C": byte order is
+# code point order for UTF-8, the same for every database, whatever its default collation.
 _INSERT = """
 INSERT INTO ledger_entries
     (reference, workflow_id, invoice_no, supplier_id, line_no, kind, amount_paise, memo,
@@ -71,6 +83,7 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[
             $8::text[], $9::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
             $15::bigint[], $16::bigint[]) AS x(r, w, i, s, l, k, a, m, v, tx, cg, sg, ig, ce, va)
 LEFT JOIN ledger_entries o ON o.reference = x.v
+ORDER BY x.r COLLATE "C"
 ON CONFLICT (reference) DO NOTHING
 RETURNING reference
 """
@@ -85,27 +98,32 @@ WHERE l.amount_paise <> x.a OR l.invoice_no <> x.i OR l.reverses IS DISTINCT FRO
 """
 
 
+def insert_arguments(entries: list[LedgerEntry], fence: Fence | None) -> list[object]:
+    """`_INSERT`'s parameters for a batch: one array per column, in the batch's order."""
+    columns = [list(c) for c in zip(*[
+        (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, e.line_no, e.kind,
+         e.amount_paise, e.memo, e.reverses)
+        for e in entries
+    ], strict=True)]
+    parts = [list(c) for c in zip(*[e.parts.row() if e.parts else _NO_PARTS for e in entries],
+                                  strict=True)]
+    return [*columns, fence.token if fence else None, *parts]
+
+
 async def post_entries(
     conn: asyncpg.Connection, entries: list[LedgerEntry], fence: Fence | None = None
 ) -> int:
     """Post a batch in one transaction; returns how many rows were new. A crash loses at most
-    this uncommitted batch, and its redo conflicts on every row that did commit."""
+    this uncommitted batch, and its redo conflicts on every row that did commit. The statement
+    takes the keys in key order (see `_INSERT`), so the batch may come in any order: racing
+    posters of overlapping batches wait for each other and never deadlock."""
     if not entries:
         return 0
-    entries = sorted(entries, key=lambda e: e.reference)  # one lock order: racing posters never deadlock
-    columns = list(zip(*[
-        (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, e.line_no, e.kind,
-         e.amount_paise, e.memo, e.reverses)
-        for e in entries
-    ], strict=True))
-    parts = [list(c) for c in zip(*[e.parts.row() if e.parts else _NO_PARTS for e in entries],
-                                  strict=True)]
     async with conn.transaction():
         if fence is not None:
             await fence.check(conn)
         failpoints.hit("in_transaction", "ledger")
-        inserted = await conn.fetch(_INSERT, *[list(c) for c in columns],
-                                    fence.token if fence else None, *parts)
+        inserted = await conn.fetch(_INSERT, *insert_arguments(entries, fence))
         if len(inserted) < len(entries):
             different = await conn.fetch(
                 _DIFFERENT,

@@ -15,7 +15,7 @@ _ENQUEUE_LIVE = """
 INSERT INTO ledger_postings (reference, workflow_id, ledger)
 SELECT l.reference, l.workflow_id, $3 FROM live_ledger_entries l
 WHERE l.workflow_id = $1 AND ($2::text IS NULL OR l.supplier_id = $2)
-ORDER BY l.reference
+ORDER BY l.reference COLLATE "C"
 ON CONFLICT (reference) DO NOTHING
 """
 
@@ -24,7 +24,7 @@ INSERT INTO ledger_postings (reference, workflow_id, ledger)
 SELECT r.reference, r.workflow_id, $3 FROM ledger_entries r
 JOIN ledger_postings o ON o.reference = r.reverses AND o.outside_id IS NOT NULL
 WHERE r.workflow_id = $1 AND r.reverses IS NOT NULL AND r.reference = ANY($2::text[])
-ORDER BY r.reference
+ORDER BY r.reference COLLATE "C"
 ON CONFLICT (reference) DO NOTHING
 """
 
@@ -95,10 +95,22 @@ async def to_verify(conn: asyncpg.Connection, workflow_id: str,
     return await conn.fetch(_TO_VERIFY, workflow_id, supplier_id)
 
 
+# The rows are locked in key order before any is changed: a plain `UPDATE ... WHERE reference =
+# ANY(...)` locks them in whatever order its plan visits them (an index scan by key, a bitmap scan
+# by place in the table), so two verifying attempts of one run could each hold a row the other
+# waits for. The locking clause sits above the sort (LockRows over Sort), so FOR UPDATE takes the
+# rows one by one in ORDER BY order, and the UPDATE then touches only rows this transaction holds.
+_MARK_VERIFIED = """
+UPDATE ledger_postings p SET state = 'verified', updated_at = now()
+FROM (SELECT reference FROM ledger_postings
+      WHERE reference = ANY($1::text[]) AND state = 'posted'
+      ORDER BY reference COLLATE "C" FOR UPDATE) AS locked
+WHERE p.reference = locked.reference AND p.state = 'posted'
+"""
+
+
 async def mark_verified(conn: asyncpg.Connection, references: list[str]) -> None:
-    await conn.execute(
-        "UPDATE ledger_postings SET state = 'verified', updated_at = now()"
-        " WHERE reference = ANY($1::text[]) AND state = 'posted'", references)
+    await conn.execute(_MARK_VERIFIED, references)
 
 
 async def states_of_run(conn: asyncpg.Connection | asyncpg.Pool,

@@ -31,9 +31,16 @@ FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[]) AS x(id, outcome, s
 WHERE m.id = x.id AND m.outcome = 'sent'
 """
 
+# The rows are locked in id order first (FOR UPDATE above a Sort), so two attempts marking one
+# run's calls lost wait for each other instead of deadlocking. A stale attempt's book settling
+# its own rows in another order can still meet this statement; Postgres then ends one of the two
+# with a deadlock, which is a temporary error (recon/domain/errors.py): the attempt is retried.
 MARK_LOST = """
-UPDATE model_calls SET outcome = 'lost', settled_at = now()
-WHERE workflow_id = $1 AND outcome = 'sent' AND invoice_no = ANY($2::text[])
+UPDATE model_calls m SET outcome = 'lost', settled_at = now()
+FROM (SELECT id FROM model_calls
+      WHERE workflow_id = $1 AND outcome = 'sent' AND invoice_no = ANY($2::text[])
+      ORDER BY id FOR UPDATE) AS locked
+WHERE m.id = locked.id AND m.outcome = 'sent'
 """
 
 

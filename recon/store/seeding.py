@@ -52,7 +52,7 @@ async def write_suppliers(conn: asyncpg.Connection, suppliers: Sequence[tuple[st
     await conn.executemany(
         "INSERT INTO suppliers (supplier_id, name, email) VALUES ($1, $2, $3)"
         " ON CONFLICT (supplier_id) DO NOTHING",
-        suppliers,
+        sorted(suppliers, key=lambda r: r[0].encode()),  # key order, as every writer's
     )
 
 
@@ -81,14 +81,19 @@ async def write_stock_levels(conn: asyncpg.Connection, rows: Sequence[tuple[str,
     await conn.executemany(
         "INSERT INTO stock_levels (warehouse, sku, qty_on_hand) VALUES ($1, $2, $3)"
         " ON CONFLICT (warehouse, sku) DO NOTHING",
-        rows,
+        # The order step 8 takes levels in (recon/store/stock.py): a seed beside a booking waits.
+        sorted(rows, key=lambda r: (r[0].encode(), r[1].encode())),
     )
 
 
+# In key order (bytewise), as every keyed multi-row insert of the store: imports queue on one lock,
+# a seed does not, and two writers of overlapping keys wait for each other only if both take the
+# keys in one order (recon/store/ledger.py `_INSERT` says why the statement must order them).
 _IMPORT_INVOICES = """
             INSERT INTO invoices (invoice_no, supplier_id, business_date, warehouse, document, source)
             SELECT n, s, d, w, t, 'import'
             FROM unnest($1::text[], $2::text[], $3::date[], $4::text[], $5::text[]) AS x(n, s, d, w, t)
+            ORDER BY s COLLATE "C", n COLLATE "C"
             ON CONFLICT (supplier_id, invoice_no) DO NOTHING RETURNING supplier_id, invoice_no
             """
 

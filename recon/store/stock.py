@@ -39,10 +39,18 @@ class StockMovement:
 # (a redo that conflicts on every key moves nothing), and rows are locked in key order, so
 # concurrent bookings (two lanes of step 8, two nights of one warehouse, an undo) wait for each
 # other instead of deadlocking.
+#
+# The lock order, all of it: a booking first inserts its movements in movement-key order (each
+# insert takes its key; both statements say `ORDER BY key COLLATE "C"`, so a plan cannot reorder
+# them and the two statements agree), and only then its levels in (warehouse, sku) order: the
+# GROUP BY consumes every row `moved` returns before the first level is written (a seed writing
+# levels sorts its rows the same way: recon/store/seeding.py). A level lock is
+# so only ever held by a booking past its last movement, which waits for no movement key: no
+# cycle, whatever two bookings overlap in.
 _LEVELS_BY_NEW_ROWS = """levels AS (
     INSERT INTO stock_levels AS lv (warehouse, sku, qty_on_hand)
     SELECT warehouse, sku, sum(qty) FROM moved GROUP BY warehouse, sku
-    ORDER BY warehouse, sku
+    ORDER BY warehouse COLLATE "C", sku COLLATE "C"
     ON CONFLICT (warehouse, sku) DO UPDATE SET qty_on_hand = lv.qty_on_hand + EXCLUDED.qty_on_hand
 )
 """
@@ -55,6 +63,7 @@ WITH moved AS (
     SELECT k, w, h, s, q, p, i, l, n, v, $11
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[],
                 $7::text[], $8::int[], $9::text[], $10::text[]) AS x(k, w, h, s, q, p, i, l, n, v)
+    ORDER BY k COLLATE "C"
     ON CONFLICT (key) DO NOTHING
     RETURNING warehouse, sku, qty
 ), """ + _LEVELS_BY_NEW_ROWS + """SELECT count(*) FROM moved
@@ -181,7 +190,7 @@ WITH fence AS (
            'received against ' || w.invoice_no || ' line ' || w.line_no || ', reconciled', NULL,
            f.token
     FROM wanted w CROSS JOIN fence f
-    ORDER BY w.key
+    ORDER BY w.key COLLATE "C"
     ON CONFLICT (key) DO NOTHING
     RETURNING warehouse, sku, qty
 ), """ + _LEVELS_BY_NEW_ROWS + """SELECT (SELECT count(*) FROM fence) AS fenced,

@@ -53,4 +53,5 @@ async def write_supplier_ids(conn: asyncpg.Connection,
     are kept."""
     await conn.executemany(
         "UPDATE suppliers SET gstin = coalesce(gstin, $2), vat_id = coalesce(vat_id, $3),"
-        " peppol_endpoint = coalesce(peppol_endpoint, $4) WHERE supplier_id = $1", rows)
+        " peppol_endpoint = coalesce(peppol_endpoint, $4) WHERE supplier_id = $1",
+        sorted(rows, key=lambda r: r[0].encode()))  # one statement per row: rows locked in key order

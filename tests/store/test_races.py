@@ -8,10 +8,14 @@ entries concurrently. These tests make that overlap happen and check what the le
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import subprocess
+import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import asyncpg
 import pytest
@@ -20,6 +24,7 @@ from recon.domain.errors import KeyPayloadConflict, StaleAttempt
 from recon.domain.keys import adjustment_key, fence_scope
 from recon.store.fences import take_fence
 from recon.store.ledger import LedgerEntry, post_entries
+from tests.conftest import Database
 
 ROUNDS = 15
 ENTRIES = 40
@@ -72,13 +77,39 @@ async def _race(
                 new += await poster(conn, batch)
             return new
 
-    return list(await asyncio.gather(one(_batches(entries, rng)), one(_batches(entries, rng))))
+    # The second poster gives each batch backwards: the order a batch arrives in must not matter.
+    return list(await asyncio.gather(
+        one(_batches(entries, rng)), one([b[::-1] for b in _batches(entries, rng)])))
 
 
 # ---------------------------------------------------------------------------------------- a.
 
-async def test_racing_posters_write_each_entry_exactly_once(pool: asyncpg.Pool) -> None:
-    rng = random.Random(20261013)
+# RECON_RACE_REPEAT=200 runs the race 200 times in one session; RECON_RACE_BUSY=1 runs it beside a
+# second busy process (bench/race_busy.py) burning a core and writing into the same Postgres.
+REPEAT = int(os.environ.get("RECON_RACE_REPEAT", "1"))
+
+
+@pytest.fixture(scope="module")
+def busy(database: Database) -> Iterator[None]:
+    """The second busy process, for this module's tests, when RECON_RACE_BUSY is set."""
+    if not os.environ.get("RECON_RACE_BUSY"):
+        yield
+        return
+    script = Path(__file__).resolve().parents[2] / "bench" / "race_busy.py"
+    process = subprocess.Popen([sys.executable, str(script), database.url])
+    try:
+        yield
+        assert process.poll() is None, "the busy process died: the tests ran without it"
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.parametrize("repeat", range(REPEAT))
+async def test_racing_posters_write_each_entry_exactly_once(
+    pool: asyncpg.Pool, repeat: int, busy: None,
+) -> None:
+    rng = random.Random(20261013 + repeat)
     both_wrote = 0
     for round_no in range(ROUNDS):
         workflow_id = f"race-{round_no}-{uuid.uuid4()}"

@@ -8,6 +8,7 @@ import dataclasses
 import time
 from datetime import timedelta
 
+import asyncpg
 import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -150,3 +151,25 @@ async def test_a_method_hands_over_after_its_own_outage_window() -> None:
         await env.run(Room().step)
     assert caught.value.non_retryable
     assert "longer than the 1-minute outage window" in caught.value.message
+
+
+def _wrapped(outer: Exception, inner: Exception) -> Exception:
+    try:
+        raise outer from inner
+    except Exception as exc:  # noqa: BLE001 - handed back as raised
+        return exc
+
+
+@pytest.mark.parametrize("exc", [
+    asyncpg.DeadlockDetectedError("deadlock detected"),
+    asyncpg.SerializationError("could not serialize access"),
+    _wrapped(RuntimeError("posting batch 3"), asyncpg.DeadlockDetectedError("deadlock detected")),
+    ExceptionGroup("lanes", [asyncpg.DeadlockDetectedError("deadlock detected")]),
+], ids=["deadlock", "serialization", "wrapped-deadlock", "group"])
+async def test_a_lost_race_in_postgres_is_retried_never_a_handover(exc: Exception) -> None:
+    """Issue 44: a deadlock between two posters failed the step. It is a race the redo wins."""
+    err = await _error_of(_env(attempt=3), _failing(exc))
+    assert not err.non_retryable
+    assert err.details[0]["class"] == "temporary"
+    assert "database conflicts with a racing attempt since" in err.message
+    assert err.next_retry_delay is not None and err.next_retry_delay.total_seconds() == 4.0

@@ -35,9 +35,11 @@ def _rpc(status: RPCStatusCode) -> RPCError:
     return RPCError(f"rpc {status.name}", status, b"")
 
 
+CONFLICT_WORDS = "database conflicts with a racing attempt"
+
 TEMPORARY = {
-    "pg-serialization": (asyncpg.SerializationError("could not serialize"), "database unreachable"),
-    "pg-deadlock": (asyncpg.DeadlockDetectedError("deadlock"), "database unreachable"),
+    "pg-serialization": (asyncpg.SerializationError("could not serialize"), CONFLICT_WORDS),
+    "pg-deadlock": (asyncpg.DeadlockDetectedError("deadlock"), CONFLICT_WORDS),
     "pg-too-many": (asyncpg.TooManyConnectionsError("too many"), "database unreachable"),
     "pg-cannot-connect": (asyncpg.CannotConnectNowError("starting up"), "database unreachable"),
     "pg-gone": (asyncpg.ConnectionDoesNotExistError("closed"), "database unreachable"),
@@ -115,3 +117,108 @@ def test_refusals_keep_the_builtin_base_they_always_had() -> None:
         assert issubclass(cls, ValueError)
     for cls in (errors.StackError, errors.DatabaseUnavailable, errors.TemporalUnavailable):
         assert issubclass(cls, RuntimeError)
+
+
+# ------------------------------------------------------------ deadlocks and serialization failures
+def _raised_from(outer: BaseException, inner: BaseException) -> BaseException:
+    """`outer` as Python leaves it after `raise outer from inner`."""
+    try:
+        raise outer from inner
+    except BaseException as exc:  # noqa: BLE001 - handed back as raised
+        return exc
+
+
+def _raised_while_handling(outer: BaseException, inner: BaseException) -> BaseException:
+    """`outer` raised inside `except inner:` (a transaction's exit failing during a rollback)."""
+    try:
+        try:
+            raise inner
+        except BaseException:  # noqa: BLE001
+            raise outer  # noqa: B904 - the implicit context is the point
+    except BaseException as exc:  # noqa: BLE001
+        return exc
+
+
+def _by_code(sqlstate: str) -> asyncpg.PostgresError:
+    """A Postgres error of a generic class that carries only the code, as a wrapper may."""
+    exc = asyncpg.PostgresError("rolled back")
+    exc.sqlstate = sqlstate
+    return exc
+
+
+DEADLOCK = asyncpg.DeadlockDetectedError("deadlock detected")
+SERIALIZATION = asyncpg.SerializationError("could not serialize access")
+
+WRAPPED_CONFLICTS = {
+    "raised-from-deadlock": lambda: _raised_from(RuntimeError("posting failed"), DEADLOCK),
+    "raised-from-serialization": lambda: _raised_from(ValueError("weighing"), SERIALIZATION),
+    "two-wrappers-deep": lambda: _raised_from(
+        RuntimeError("step"), _raised_from(LookupError("batch"), DEADLOCK)),
+    "during-rollback": lambda: _raised_while_handling(RuntimeError("exit failed"), DEADLOCK),
+    "code-40P01": lambda: _by_code("40P01"),
+    "code-40001": lambda: _by_code("40001"),
+    "wrapped-code": lambda: _raised_from(RuntimeError("lane"), _by_code("40P01")),
+    "group-of-conflicts": lambda: ExceptionGroup("lanes", [DEADLOCK, SERIALIZATION]),
+    "group-of-wrapped": lambda: ExceptionGroup(
+        "lanes", [_raised_from(RuntimeError("lane 1"), DEADLOCK), SERIALIZATION]),
+}
+
+
+@pytest.mark.parametrize("make", WRAPPED_CONFLICTS.values(), ids=WRAPPED_CONFLICTS.keys())
+def test_a_deadlock_or_serialization_failure_is_temporary_however_it_arrives(make) -> None:
+    exc = make()
+    assert classify(exc) == "temporary"
+    assert errors.transaction_conflict(exc) is not None
+    assert outage_in_words(exc) == CONFLICT_WORDS
+
+
+NOT_TEMPORARY_FOR_ALL_THAT = {
+    # A verdict the product raised on purpose stands, whatever it met on the way.
+    "conflict-verdict": lambda: _raised_from(KeyPayloadConflict("other amount"), DEADLOCK),
+    "verification": lambda: _raised_from(VerificationFailed("3 missing"), SERIALIZATION),
+    "refusal": lambda: _raised_from(errors.Refused("no"), DEADLOCK),
+    # A bug among temporary errors still hands the run over.
+    "group-with-a-bug": lambda: ExceptionGroup("lanes", [DEADLOCK, KeyError("sku")]),
+    # Only database errors are looked for down the chain: a bug raised while a file was missing
+    # is a bug.
+    "bug-from-os-error": lambda: _raised_from(KeyError("sku"), FileNotFoundError("x")),
+    "other-rollback-code": lambda: _by_code("40002"),
+    "explicitly-unchained": lambda: _raised_while_handling(
+        _raised_from(ValueError("bad"), None), DEADLOCK),
+}
+
+
+@pytest.mark.parametrize("make", NOT_TEMPORARY_FOR_ALL_THAT.values(),
+                         ids=NOT_TEMPORARY_FOR_ALL_THAT.keys())
+def test_what_is_not_a_conflict_is_not_made_one(make) -> None:
+    exc = make()
+    assert classify(exc) == "unknown"
+    assert errors.transaction_conflict(exc) is None
+
+
+def test_the_mail_sender_never_parks_a_message_for_a_database_conflict() -> None:
+    from recon.mail.failures import classify as mail_failure
+
+    for exc in (DEADLOCK, SERIALIZATION, _raised_from(RuntimeError("render"), DEADLOCK)):
+        assert not mail_failure(exc).permanent
+
+
+def test_a_command_that_lost_a_race_says_so_in_one_line_and_exits_tempfail(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not a traceback (a bug) and not a refusal of the input (a ValueError wrapper): a race the
+    person can answer by running the command again, with sysexits' EX_TEMPFAIL for scripts."""
+    import typer
+
+    from recon.cli.common import TEMPFAIL, user_errors
+
+    @user_errors
+    def command() -> None:
+        raise ValueError("loading suppliers") from DEADLOCK
+
+    with pytest.raises(typer.Exit) as exited:
+        command()
+    assert exited.value.exit_code == TEMPFAIL == 75
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("error: ") and "\n" not in said
+    assert "DeadlockDetectedError" in said and "run the command again" in said
