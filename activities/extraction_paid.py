@@ -17,6 +17,11 @@ rule as 5. A document larger than `RECON_MODEL_MAX_DOCUMENT_BYTES` is parked wit
 Any other error that is not temporary (wrong key, unknown model) stops the step at once; the requests
 then in flight are recorded `cancelled`. A worker that dies leaves `sent` rows; the next attempt
 marks them `lost` before it asks those invoices again.
+
+Two attempts of a batch never ask the same invoice (docs/model-calls.md, issue 44): a request is
+claimed under the batch's fence before it is sent, a new attempt waits for the requests an earlier
+attempt that is still alive (a worker whose heartbeat came late) has in flight, and a cancelled
+attempt lets its requests in flight land and records them.
 """
 
 from __future__ import annotations
