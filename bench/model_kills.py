@@ -9,7 +9,8 @@ each kill: seeds a night, starts two real `recon worker` processes on one task q
 "doomed" (heartbeat timeout 2 s, 4 requests in flight per batch of 40); once a random number of
 requests has been answered the busy worker is frozen (SIGSTOP: a worker whose heartbeats are late
 on a loaded machine) until Temporal has handed its batches over (3 heartbeat timeouts), then woken;
-at a later random request the doomed worker is SIGKILLed, the requests still `sent` in
+after a random 5-40 further answers to the doomed worker (or 30 s) it is SIGKILLed, the requests
+still `sent` in
 `model_calls` at that moment are "in flight at the kill", and a successor finishes the night.
 Per kill it prints the requests in flight at the freeze and at the kill, the invoices asked again,
 and those asked more often than once plus the kills they were in flight at (must be 0).
@@ -65,13 +66,17 @@ def spawn_worker(stack: RunningStack, queue: str, log: Path, base_url: str,
                             stdin=subprocess.DEVNULL)
 
 
-async def _answered_at_least(fake: LoopbackModel, first: int, n: int, timeout: float) -> None:
+async def _answered_at_least(fake: LoopbackModel, first: int, n: int, timeout: float,
+                             sender: str | None = None) -> bool:
+    """Wait for `n` answers since request `first` (to `sender` only, if named); False if the
+    night's extraction ended (or `timeout` passed) first."""
     deadline = time.monotonic() + timeout
     while sum(1 for r in (await asyncio.to_thread(fake.snapshot))[first:]
-              if r.answered is not None) < n:
+              if r.answered is not None and sender in (None, r.sender)) < n:
         if time.monotonic() > deadline:
-            raise SystemExit(f"fewer than {n} answers within {timeout:.0f} s")
+            return False
         await asyncio.sleep(0.05)
+    return True
 
 
 async def one_kill(stack, client, pool, fake: LoopbackModel, state: Path, n: int,
@@ -82,7 +87,7 @@ async def one_kill(stack, client, pool, fake: LoopbackModel, state: Path, n: int
     await seed_night(pool, DAY, warehouse, invoices, max(1, invoices // 30), n)
     first = len(fake.snapshot())
     freeze_at = rng.randint(10, invoices // 4)
-    kill_at = rng.randint(invoices // 4 + 20, invoices // 2)
+    kill_after = rng.randint(5, 40)  # answers to the doomed worker after the busy one woke
     workers = {who: spawn_worker(stack, queue, state / f"worker-{n}-{who}.log", fake.base_url, who)
                for who in ("busy", "doomed")}
     try:
@@ -90,12 +95,15 @@ async def one_kill(stack, client, pool, fake: LoopbackModel, state: Path, n: int
                            extract_batch_size=BATCH, heartbeat_seconds=HEARTBEAT,
                            gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0)
         handle = await start_night(client, settings, DAY, warehouse)
-        await _answered_at_least(fake, first, freeze_at, 120)
+        if not await _answered_at_least(fake, first, freeze_at, 120):
+            raise SystemExit(f"kill {n}: fewer than {freeze_at} answers within 120 s, see {state}")
         workers["busy"].send_signal(signal.SIGSTOP)
         at_freeze = {r["invoice_no"] for r in await pool.fetch(_SENT, handle.id)}
         await asyncio.sleep(3 * HEARTBEAT)  # its batches go to the doomed worker meanwhile
         workers["busy"].send_signal(signal.SIGCONT)
-        await _answered_at_least(fake, first, kill_at, 120)
+        woke = len(await asyncio.to_thread(fake.snapshot))
+        # the doomed worker asking again, or (when the woken worker holds the rest) the step's end
+        await _answered_at_least(fake, woke, kill_after, 30, "doomed")
         workers["doomed"].kill()
         workers["doomed"].wait(10)
         at_kill = {r["invoice_no"] for r in await pool.fetch(_SENT, handle.id)}
@@ -121,7 +129,7 @@ async def one_kill(stack, client, pool, fake: LoopbackModel, state: Path, n: int
     again = {i for i, c in asked.items() if c > 1}
     # asked (any answer or none) more often than once plus the kill it was in flight at
     beyond = sorted(i for i, c in asked.items() if c > 1 + (i in in_flight))
-    return dict(n=n, freeze_at=freeze_at, kill_at=kill_at, at_freeze=len(at_freeze),
+    return dict(n=n, freeze_at=freeze_at, kill_after=kill_after, at_freeze=len(at_freeze),
                 at_kill=len(in_flight), asked=len(asked), again=len(again),
                 twice=twice, freeze_again=len(again & {number_of(i) for i in at_freeze} - in_flight),
                 beyond=beyond)
@@ -141,12 +149,12 @@ async def run(args: argparse.Namespace) -> int:
                 print(f"{args.kills} kills, {args.invoices} invoices a night, the model answering "
                       f"in {args.delay * 1000:.0f} ms; a busy worker frozen {3 * HEARTBEAT} s "
                       "mid-extraction, then the doomed worker SIGKILLed", flush=True)
-                print("  kill  freeze@  kill@  in flight@freeze  in flight@kill  asked again  "
+                print("  kill  freeze@  kill@+  in flight@freeze  in flight@kill  asked again  "
                       "answered twice  in flight only @freeze & asked again  beyond", flush=True)
                 for n in range(1, args.kills + 1):
                     r = await one_kill(stack, client, pool, fake, state, n, args.invoices, rng)
                     rounds.append(r)
-                    print(f"  {n:>4}  {r['freeze_at']:>7}  {r['kill_at']:>5}  {r['at_freeze']:>16}  "
+                    print(f"  {n:>4}  {r['freeze_at']:>7}  {r['kill_after']:>6}  {r['at_freeze']:>16}  "
                           f"{r['at_kill']:>14}  {r['again']:>11}  {r['twice']:>14}  {r['freeze_again']:>34}  "
                           f"{len(r['beyond']):>6} {' '.join(r['beyond'][:5])}", flush=True)
             finally:
