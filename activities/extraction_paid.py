@@ -52,7 +52,7 @@ from recon.store.model_bill import in_flight, live_attempts, mark_lost
 
 MODEL_FAILED = "model failed"  # how parked reasons of this kind begin (counted for the share)
 MIN_SHARE_BASE = 20  # a batch's share is judged on at least this many invoices
-LANDING_POLL_SECONDS = 0.2  # how often a new attempt looks whether an earlier one's requests landed
+LANDING_POLL_SECONDS = 0.5  # how often a new attempt looks whether an earlier one's requests landed
 
 
 @dataclass

@@ -10,8 +10,8 @@ each kill: seeds a night, starts two real `recon worker` processes on one task q
 requests has been answered the busy worker is frozen (SIGSTOP: a worker whose heartbeats are late
 on a loaded machine) until Temporal has handed its batches over (3 heartbeat timeouts), then woken;
 after a random 5-40 further answers to the doomed worker (or 30 s) it is SIGKILLed, the requests
-still `sent` in
-`model_calls` at that moment are "in flight at the kill", and a successor finishes the night.
+still `sent` in `model_calls` at that moment are "in flight at the kill", and a successor finishes
+the night.
 Per kill it prints the requests in flight at the freeze and at the kill, the invoices asked again,
 and those asked more often than once plus the kills they were in flight at (must be 0).
 """
