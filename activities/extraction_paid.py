@@ -17,12 +17,17 @@ rule as 5. A document larger than `RECON_MODEL_MAX_DOCUMENT_BYTES` is parked wit
 Any other error that is not temporary (wrong key, unknown model) stops the step at once; the requests
 then in flight are recorded `cancelled`. A worker that dies leaves `sent` rows; the next attempt
 marks them `lost` before it asks those invoices again.
+
+Two attempts of a batch never ask the same invoice (docs/model-calls.md, issue 44): a request is
+claimed under the batch's fence before it is sent, a new attempt waits for the requests an earlier
+attempt that is still alive (a worker whose heartbeat came late) has in flight, and a cancelled
+attempt lets its requests in flight land and records them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -31,22 +36,23 @@ from temporalio.exceptions import ApplicationError
 
 from activities.step import report_progress
 from recon.documents.extraction.answer import read_answer
-from recon.documents.extraction.call_book import CallBook
+from recon.documents.extraction.call_book import WRITE_WAIT_SECONDS, CallBook
 from recon.documents.extraction.failures import Failure, describe
 from recon.documents.extraction.openai_model import OpenAIExtractor
 from recon.documents.extraction.pace import pace_for
 from recon.documents.extraction.results import STEP, Result
-from recon.domain.errors import UnreadableInvoice
+from recon.domain.errors import StaleAttempt, UnreadableInvoice
 from recon.domain.models import Count
 from recon.runtime import failpoints
 from recon.runtime.config import Settings
 from recon.store.db import make_durable
-from recon.store.fences import Fence, ensure_still_held
-from recon.store.invoices import model_failures_so_far
-from recon.store.model_bill import mark_lost
+from recon.store.fences import Fence
+from recon.store.invoices import model_failures_so_far, still_to_extract
+from recon.store.model_bill import in_flight, live_attempts, mark_lost
 
 MODEL_FAILED = "model failed"  # how parked reasons of this kind begin (counted for the share)
 MIN_SHARE_BASE = 20  # a batch's share is judged on at least this many invoices
+LANDING_POLL_SECONDS = 0.5  # how often a new attempt looks whether an earlier one's requests landed
 
 
 @dataclass
@@ -54,6 +60,8 @@ class _Tally:
     extracted: int = 0
     parked: int = 0
     failed: list[tuple[asyncpg.Record, list[Failure]]] = field(default_factory=list)
+    stale: StaleAttempt | None = None  # a claim was refused: another attempt holds the batch
+    stopping: bool = False  # an error that stops the step: cut the siblings' requests off
 
     def progress(self) -> None:
         report_progress(self.extracted + self.parked + len(self.failed))
@@ -65,8 +73,7 @@ def _wait_before_try(settings: Settings, tries_done: int, failure: Failure) -> f
 
 
 async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
-               gate: asyncio.Semaphore, settings: Settings, tally: _Tally,
-               still_ours: Callable[[], Awaitable[None]]) -> None:
+               gate: asyncio.Semaphore, settings: Settings, tally: _Tally) -> None:
     size = len(row["document"].encode())
     if size > settings.model_max_document_bytes:
         # Never sent (nothing to pay): a document this size is not what an invoice looks like,
@@ -83,19 +90,33 @@ async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
     errors: list[Failure] = []
     for tries in range(1, settings.model_tries + 1):
         async with gate:
+            if tally.stale is not None:
+                return  # taken over: the new attempt asks what this one has not
             failpoints.hit(STEP, row["seq"])
             estimate = prepared.estimated_tokens()
             await pace.wait(estimate)
-            await still_ours()  # a stale attempt sends no request (raises StaleAttempt)
-            call_id = await book.sent(row["invoice_no"], prepared.request)
             try:
-                answer = await extractor.send(prepared)
+                call_id = await book.sent(row["invoice_no"], prepared.request)
+            except StaleAttempt as exc:
+                # Another attempt holds the batch: send nothing more, but let the siblings'
+                # requests in flight land and be recorded (they are paid for, and the new
+                # attempt waits for them instead of asking those invoices again).
+                tally.stale = exc
+                return
+            request = asyncio.ensure_future(extractor.send(prepared))
+            cancelled = await _land(request, tally)
+            try:
+                answer = request.result()
             except asyncio.CancelledError:
                 book.cancelled(call_id)
                 raise
             except Exception as exc:
                 failure = describe(exc)
+                if failure.kind not in ("rejected", "temporary"):
+                    tally.stopping = True  # the step stops: siblings in flight are cancelled
                 await book.failed(call_id, failure.status, failure.text())
+                if cancelled:
+                    raise asyncio.CancelledError from None
                 if failure.kind == "rejected":  # about this document: never asked again
                     tally.failed.append((row, [failure]))
                     tally.progress()
@@ -116,6 +137,8 @@ async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
                     result.unreadable = exc
                 result.check_against_source(row["document"])
                 await book.answered(result)
+                if cancelled:
+                    raise asyncio.CancelledError
                 if result.readable:
                     tally.extracted += 1
                 else:
@@ -126,6 +149,26 @@ async def _ask(row: asyncpg.Record, extractor: OpenAIExtractor, book: CallBook,
             await asyncio.sleep(_wait_before_try(settings, tries, errors[-1]))
     tally.failed.append((row, errors))
     tally.progress()
+
+
+async def _land(request: asyncio.Future, tally: _Tally) -> bool:
+    """Wait for a request that has left to end, and say whether this task was cancelled
+    meanwhile. A request in flight is paid for whether or not anyone reads its answer, so a
+    cancellation (Temporal's, e.g. a heartbeat that came late on a loaded machine) lets it land
+    and be recorded, bounded by RECON_MODEL_TIMEOUT; asking that invoice again would pay twice.
+    Only when the step itself stops on an error that is not temporary (a wrong key) are the
+    siblings' requests cut off: they would fail the same way."""
+    cancelled = False
+    while not request.done():
+        try:
+            await asyncio.wait({request})
+        except asyncio.CancelledError:
+            cancelled = True
+            if tally.stopping:
+                request.cancel()
+                with contextlib.suppress(BaseException):
+                    await request
+    return cancelled
 
 
 def _evidence(errors: list[Failure]) -> str:
@@ -145,28 +188,24 @@ async def extract_paid(pool: asyncpg.Pool, settings: Settings, extractor: OpenAI
                        workflow_id: str, pending: list[asyncpg.Record],
                        fence: Fence | None = None) -> Count:
     info = activity.info()
-    await mark_lost(pool, workflow_id, [r["invoice_no"] for r in pending])
+    pending = await _after_earlier_attempts(pool, settings, workflow_id, pending)
     assert settings.database_url is not None
     book = await CallBook.open(
         settings.database_url, workflow_id, extractor.name, extractor.model,
         settings.model_price_in, settings.model_price_out,
-        f"{info.workflow_run_id}/{info.activity_id}#{info.attempt}",
+        f"{info.workflow_run_id}/{info.activity_id}#{info.attempt}", fence,
     )
     gate = asyncio.Semaphore(settings.extract_concurrency)
     tally = _Tally()
-
-    async def still_ours() -> None:
-        if fence is not None:
-            await ensure_still_held(pool, fence)
-
     try:
         try:
             async with asyncio.TaskGroup() as group:
                 for row in pending:
-                    group.create_task(_ask(row, extractor, book, gate, settings, tally,
-                                           still_ours))
+                    group.create_task(_ask(row, extractor, book, gate, settings, tally))
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None
+        if tally.stale is not None:
+            raise tally.stale  # what it had in flight is recorded; the rest is the new attempt's
         if tally.failed:
             await _settle_failures(pool, book, settings, workflow_id, len(pending), tally)
     finally:
@@ -178,6 +217,32 @@ async def extract_paid(pool: asyncpg.Pool, settings: Settings, extractor: OpenAI
         async with pool.acquire() as conn:
             await make_durable(conn, fence)
     return Count(count=tally.extracted, parked=tally.parked)
+
+
+async def _after_earlier_attempts(pool: asyncpg.Pool, settings: Settings, workflow_id: str,
+                                  pending: list[asyncpg.Record]) -> list[asyncpg.Record]:
+    """Before asking anything: requests an earlier attempt still has in flight are waited for,
+    not asked again. That attempt may be alive (its worker slow, its heartbeat late, so Temporal
+    started this one): its book's connection still holds the attempt's lock, and its requests
+    land within RECON_MODEL_TIMEOUT, answered or failed. A request of an attempt whose connection
+    is gone (worker killed), or older than the timeout and the book's write wait (a worker frozen
+    for good), is `lost`: that invoice is asked again, the one cost a kill cannot avoid. Then the
+    invoices the earlier attempt answered meanwhile are dropped."""
+    invoices = [row["invoice_no"] for row in pending]
+    patience = settings.model_timeout + WRITE_WAIT_SECONDS
+    while True:
+        rows = await in_flight(pool, workflow_id, invoices)
+        if not rows:
+            break
+        alive = await live_attempts(pool, sorted({r["attempt"] for r in rows if r["attempt"]}))
+        if not any(r["attempt"] in alive and r["age"] < patience for r in rows):
+            break
+        await asyncio.sleep(LANDING_POLL_SECONDS)  # the heartbeat ticker runs meanwhile
+    await mark_lost(pool, workflow_id, invoices)
+    # Read again whatever happened: a live earlier attempt may have answered some since this one
+    # read its batch (it can claim nothing new now that this attempt holds the fence).
+    left = await still_to_extract(pool, workflow_id, invoices)
+    return [row for row in pending if row["invoice_no"] in left]
 
 
 async def _settle_failures(pool: asyncpg.Pool, book: CallBook, settings: Settings,

@@ -59,17 +59,6 @@ class Holder:
     attempt: int
 
 
-async def ensure_still_held(conn: asyncpg.Connection | asyncpg.Pool, fence: Fence) -> None:
-    """Before an outside effect that no transaction can fence (a paid model request): refuse if
-    another attempt has taken this work since. A lock-free read: the request is not a write."""
-    current = await conn.fetchval("SELECT token FROM fences WHERE scope = $1", fence.scope)
-    if current != fence.token:
-        raise StaleAttempt(
-            f"fencing token {fence.token} for {fence.scope} is stale (newest is {current}): "
-            "another attempt took this work over, so this one sends nothing"
-        )
-
-
 async def take_fence(
     conn: asyncpg.Connection | asyncpg.Pool, scope: str, holder: Holder | None = None
 ) -> Fence:

@@ -106,6 +106,23 @@ async def not_yet_extracted(conn: asyncpg.Connection, workflow_id: str, first_se
                             row_template(PARKED_INVOICE))
 
 
+_STILL_TO_EXTRACT = """
+SELECT x.invoice_no FROM unnest($2::text[]) AS x(invoice_no)
+WHERE NOT EXISTS (SELECT 1 FROM extractions e WHERE e.workflow_id = $1 AND e.invoice_no = x.invoice_no)
+  AND NOT EXISTS (SELECT 1 FROM parked_items p
+                  WHERE p.workflow_id = $1 AND p.item_key = format($3, x.invoice_no))
+"""
+
+
+async def still_to_extract(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
+                           invoice_nos: list[str]) -> set[str]:
+    """Which of these invoices have, by now, neither an extraction nor a parked item: read again
+    after an earlier attempt's requests in flight have landed (they may have answered some)."""
+    rows = await conn.fetch(_STILL_TO_EXTRACT, workflow_id, invoice_nos,
+                            row_template(PARKED_INVOICE))
+    return {row["invoice_no"] for row in rows}
+
+
 async def model_failures_so_far(pool: asyncpg.Pool, workflow_id: str, step: str,
                                 reason_prefix: str) -> tuple[int, int]:
     """(invoices in the night, invoices parked by `step` with a reason starting with

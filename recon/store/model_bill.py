@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncpg
 
 from recon.domain.model_bill import LOCAL_READERS, ModelBill
+from recon.store.fences import Fence
 
 Db = asyncpg.Connection | asyncpg.Pool
 
@@ -31,6 +32,25 @@ FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[]) AS x(id, outcome, s
 WHERE m.id = x.id AND m.outcome = 'sent'
 """
 
+# A book's connection holds this advisory lock (a session lock: Postgres drops it the moment the
+# connection ends, when its worker dies or is killed), keyed by the attempt its rows carry, so a
+# later attempt can tell an earlier one that is still alive (a slow worker whose heartbeat came
+# late) from one that is gone.
+_HOLD_ATTEMPT = "SELECT pg_advisory_lock(hashtextextended('model_calls:' || $1, 0))"
+# Inside a transaction: the attempts among $1 whose book connection still holds its lock (taking
+# the lock of a gone one for a moment, until the transaction ends, is harmless).
+_LIVE_ATTEMPTS = """
+SELECT a FROM unnest($1::text[]) AS a
+WHERE NOT pg_try_advisory_xact_lock(hashtextextended('model_calls:' || a, 0))
+"""
+
+_IN_FLIGHT = """
+SELECT invoice_no, attempt, extract(epoch FROM now() - called_at)::float8 AS age
+FROM model_calls
+WHERE workflow_id = $1 AND outcome = 'sent' AND invoice_no = ANY($2::text[])
+"""
+
+
 # The rows are locked in id order first (FOR UPDATE above a Sort), so two attempts marking one
 # run's calls lost wait for each other instead of deadlocking. A stale attempt's book settling
 # its own rows in another order can still meet this statement; Postgres then ends one of the two
@@ -49,6 +69,37 @@ async def prepare_book_connection(conn: asyncpg.Connection) -> None:
     left idle longer than IDLE_IN_TRANSACTION (a writer that hung)."""
     await conn.execute("SET synchronous_commit = off")
     await conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'")
+
+
+async def hold_attempt(conn: asyncpg.Connection, attempt: str) -> None:
+    """On a book's own connection, before its first request: this attempt is alive for as long
+    as the connection is (see `live_attempts`)."""
+    await conn.execute(_HOLD_ATTEMPT, attempt)
+
+
+async def live_attempts(pool: asyncpg.Pool, attempts: list[str]) -> set[str]:
+    """Which of these attempts still have their book's connection open (their worker alive)."""
+    async with pool.acquire() as conn, conn.transaction():
+        return {row["a"] for row in await conn.fetch(_LIVE_ATTEMPTS, attempts)}
+
+
+async def in_flight(conn: Db, workflow_id: str, invoice_nos: list[str]) -> list[asyncpg.Record]:
+    """(invoice_no, attempt, age in seconds) of each request to these invoices still `sent`."""
+    return await conn.fetch(_IN_FLIGHT, workflow_id, invoice_nos)
+
+
+async def claim_sent(conn: asyncpg.Connection, fence: Fence | None, workflow_id: str,
+                     extractor: str, model: str, price_in: float, price_out: float, attempt: str,
+                     invoice_nos: list[str], requests: list[str]) -> list[asyncpg.Record]:
+    """`record_sent` for an attempt that still holds its batch's fence, checked in the same
+    transaction (FOR SHARE: a takeover's new token waits for this commit, and once it is
+    committed this refuses with StaleAttempt). So no request of a superseded attempt is on
+    record after the takeover has looked at what is in flight, and none is sent unrecorded.
+    The caller owns the transaction."""
+    if fence is not None:
+        await fence.check(conn)
+    return await record_sent(conn, workflow_id, extractor, model, price_in, price_out, attempt,
+                             invoice_nos, requests)
 
 
 async def record_sent(conn: asyncpg.Connection, workflow_id: str, extractor: str, model: str,

@@ -13,6 +13,14 @@ Postgres's memory and WAL buffers and is flushed within a fraction of a second w
 worker does. Only a crash of Postgres itself (or its machine) in that fraction of a second can
 lose the last few rows; the next attempt then asks those invoices again, as for a request in
 flight. It takes the fsync off every answer's path.
+
+A request is claimed, not just recorded: its `sent` row is written in a transaction that checks
+the batch's fence (recon/store/model_bill.py `claim_sent`), so an attempt that has been taken over
+(a slow worker whose heartbeat came late) cannot put a request on record, nor send it, after the
+new attempt has looked at what is in flight. The connection also holds an advisory lock named
+after the attempt for as long as it lives: the next attempt waits for the requests of an attempt
+whose connection is still open to land, instead of asking those invoices a second time
+(docs/model-calls.md).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import asyncpg
 
 from recon.documents.extraction.results import Result, storable
 from recon.store import extractions, model_bill
+from recon.store.fences import Fence
 
 MAX_GROUP = 500
 # Safety nets: a write that has not committed within this long is treated as a lost database
@@ -44,8 +53,10 @@ class _Op:
 
 class CallBook:
     def __init__(self, conn: asyncpg.Connection, workflow_id: str, extractor: str, model: str,
-                 price_in: float, price_out: float, attempt: str) -> None:
+                 price_in: float, price_out: float, attempt: str, fence: Fence | None = None
+                 ) -> None:
         self._conn = conn
+        self._fence = fence
         self._wf, self._extractor, self._model = workflow_id, extractor, model
         self._prices = (price_in, price_out)
         self._attempt = attempt
@@ -54,10 +65,12 @@ class CallBook:
 
     @classmethod
     async def open(cls, dsn: str, workflow_id: str, extractor: str, model: str,
-                   price_in: float, price_out: float, attempt: str) -> CallBook:
+                   price_in: float, price_out: float, attempt: str, fence: Fence | None = None
+                   ) -> CallBook:
         conn = await asyncpg.connect(dsn)
         await model_bill.prepare_book_connection(conn)
-        return cls(conn, workflow_id, extractor, model, price_in, price_out, attempt)
+        await model_bill.hold_attempt(conn, attempt)
+        return cls(conn, workflow_id, extractor, model, price_in, price_out, attempt, fence)
 
     # ------------------------------------------------------------------ what callers do
     def _submit(self, kind: str, payload: Any, wait: bool = True) -> asyncio.Future | None:
@@ -75,7 +88,8 @@ class CallBook:
                 f"model_calls writer: nothing committed within {WRITE_WAIT_SECONDS:.0f} s") from None
 
     async def sent(self, invoice_no: str, request: str) -> int:
-        """Record a request about to be sent; returns its row id once committed."""
+        """Claim a request about to be sent; returns its row id once committed. Raises
+        StaleAttempt when another attempt has taken the batch over: send nothing then."""
         return await self._committed("sent", (invoice_no, storable(request)))
 
     async def answered(self, result: Result) -> None:
@@ -121,25 +135,35 @@ class CallBook:
                 group.append(op)
             group = [op for op in group if not (op.done is not None and op.done.cancelled()
                                                 and op.kind == "sent")]
-            try:
-                async with self._conn.transaction():
-                    ids = await self._write(group)
-            except Exception as exc:
-                for op in group:
-                    if op.done is not None and not op.done.done():
-                        op.done.set_exception(exc)
-                continue
-            for op in group:
+            # What ended first, in a transaction of its own: an answer of an attempt taken over
+            # meanwhile was paid for and is kept (the new attempt waits for it, and uses it).
+            # Then the claims, refused whole by a fence that moved.
+            settled = [op for op in group if op.kind != "sent"]
+            claims = [op for op in group if op.kind == "sent"]
+            for part in (settled, claims):
+                if part:
+                    await self._commit(part)
+
+    async def _commit(self, part: list[_Op]) -> None:
+        try:
+            async with self._conn.transaction():
+                ids = await self._write(part)
+        except Exception as exc:
+            for op in part:
                 if op.done is not None and not op.done.done():
-                    op.done.set_result(ids.get(id(op)))
+                    op.done.set_exception(exc)
+            return
+        for op in part:
+            if op.done is not None and not op.done.done():
+                op.done.set_result(ids.get(id(op)))
 
     async def _write(self, group: list[_Op]) -> dict[int, int]:
         ids: dict[int, int] = {}
         sent = [op for op in group if op.kind == "sent"]
         if sent:
-            rows = await model_bill.record_sent(
-                self._conn, self._wf, self._extractor, self._model, *self._prices, self._attempt,
-                [op.payload[0] for op in sent], [op.payload[1] for op in sent],
+            rows = await model_bill.claim_sent(
+                self._conn, self._fence, self._wf, self._extractor, self._model, *self._prices,
+                self._attempt, [op.payload[0] for op in sent], [op.payload[1] for op in sent],
             )
             by_invoice = {row["invoice_no"]: row["id"] for row in rows}
             ids = {id(op): by_invoice[op.payload[0]] for op in sent}
