@@ -55,6 +55,7 @@ class Account:
     user: str
     password: str
     tls: bool = False  # True: the imaps:// listener
+    plain_port: int = 0  # the imap:// listener (STARTTLS offered when the server has TLS)
 
     def url(self, folder: str = "INBOX") -> str:
         scheme = "imaps" if self.tls else "imap"
@@ -77,6 +78,8 @@ class DovecotServer:
 
     @property
     def passwd(self) -> Path:
+        """One passwd-file per user (`passwd/USER`): Dovecot rereads a changed passwd-file at most
+        once a second, so an account added to a shared file could be missed for a second."""
         return self.root / "passwd"
 
     @property
@@ -108,7 +111,7 @@ class DovecotServer:
         os.chown(self.root / "mail", uid, gid)
         self.root.chmod(0o755)  # the mail processes (uid `dovecot` as root) must reach mail/
         _check_reachable(self.root, uid)
-        self.passwd.touch(mode=0o644)
+        self.passwd.mkdir(exist_ok=True)
         self.config.write_text(_config(self, version, uid))
         self.process = subprocess.Popen(
             [binary, "-F", "-c", str(self.config)], stdin=subprocess.DEVNULL,
@@ -159,20 +162,24 @@ class DovecotServer:
 
     # ------------------------------------------------------------------ accounts
     def add_account(self, user: str | None = None, password: str | None = None) -> Account:
-        """A new mailbox owner (Dovecot rereads the passwd-file when it changes)."""
+        """A new mailbox owner, in a passwd-file of its own."""
         user = user or f"u{secrets.token_hex(4)}"
         password = password or secrets.token_urlsafe(12)
         if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", user) or ":" in password:
             raise ValueError(f"not a user name for the test mailbox: {user!r}")
         uid, gid = _mail_owner()
         home = self.maildir(user)
-        with self.passwd.open("a") as out:
-            out.write(f"{user}:{{PLAIN}}{password}:{uid}:{gid}::{home}::\n")
-        return Account("127.0.0.1", self.tls_port if self.tls else self.port, user, password, self.tls)
+        entry = self.passwd / user
+        if entry.exists():
+            raise ValueError(f"the test mailbox {user!r} exists already")
+        entry.write_text(f"{user}:{{PLAIN}}{password}:{uid}:{gid}::{home}::\n")
+        entry.chmod(0o644)
+        return Account("127.0.0.1", self.tls_port if self.tls else self.port, user, password, self.tls,
+                       self.port)
 
-    def plain_account(self, account: Account) -> Account:
+    def plain(self, account: Account) -> Account:
         """The same mailbox on the imap:// listener (STARTTLS when the server has TLS)."""
-        return Account(account.host, self.port, account.user, account.password, tls=False)
+        return Account(account.host, self.port, account.user, account.password, False, self.port)
 
 
 def _check_reachable(folder: Path, uid: int) -> None:
@@ -232,10 +239,10 @@ first_valid_uid = {min(uid, 1)}
 mail_driver = maildir
 mail_path = ~/Maildir
 passdb passwd-file {{
-  passwd_file_path = {server.passwd}
+  passwd_file_path = {server.passwd}/%{{user}}
 }}
 userdb passwd-file {{
-  passwd_file_path = {server.passwd}
+  passwd_file_path = {server.passwd}/%{{user}}
 }}
 service imap-login {{
   inet_listener imap {{
@@ -264,11 +271,11 @@ first_valid_uid = {min(uid, 1)}
 mail_location = maildir:~/Maildir
 passdb {{
   driver = passwd-file
-  args = {server.passwd}
+  args = {server.passwd}/%u
 }}
 userdb {{
   driver = passwd-file
-  args = {server.passwd}
+  args = {server.passwd}/%u
 }}
 service imap-login {{
   inet_listener imap {{

@@ -222,7 +222,7 @@ async def _session(url: str, password: str, timeout: float) -> AsyncIterator[_Se
     except ssl.SSLCertVerificationError as exc:
         raise SourceRefused(f"{where}: the server's certificate is not trusted: "
                             f"{exc.verify_message or exc.reason}") from None
-    except (OSError, asyncio.TimeoutError, aioimaplib.CommandTimeout) as exc:
+    except (TimeoutError, OSError, aioimaplib.CommandTimeout) as exc:
         raise SourceUnreachable(f"{where}: {_oserror_words(exc, timeout)}",
                                 f"mail server {mailbox.host} unreachable") from None
     except aioimaplib.AioImapException as exc:
@@ -429,7 +429,7 @@ def _words(response: Response) -> str:
 
 
 def _oserror_words(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, asyncio.TimeoutError | aioimaplib.CommandTimeout):
+    if isinstance(exc, TimeoutError | aioimaplib.CommandTimeout):
         return f"no answer within {timeout:g} s"
     if isinstance(exc, ssl.SSLError):
         return f"TLS failed: {printable(exc.reason or exc)}"
