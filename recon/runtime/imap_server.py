@@ -13,6 +13,7 @@ package creates; as anyone else they belong to that user. Dovecot 2.3 (Debian 12
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import os
@@ -23,7 +24,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from email.message import EmailMessage
 from pathlib import Path
 from urllib.parse import quote
 
@@ -107,6 +110,7 @@ class DovecotServer:
             _self_signed(self.certificate.parent)
         for sub in ("run", "state", "mail"):
             (self.root / sub).mkdir(exist_ok=True)
+        self.stop_leftover()
         uid, gid = _mail_owner()
         os.chown(self.root / "mail", uid, gid)
         self.root.chmod(0o755)  # the mail processes (uid `dovecot` as root) must reach mail/
@@ -139,6 +143,26 @@ class DovecotServer:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout)
 
+    def stop_leftover(self, timeout: float = 30.0) -> None:
+        """A Dovecot of this folder that a killed `recon dev` left running holds the port and
+        the pid file: stop it first (only if its command line names our config)."""
+        try:
+            pid = int((self.root / "run" / "master.pid").read_text().split()[0])
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            return
+        if str(self.config).encode() not in command:
+            return
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                if "zombie" in Path(f"/proc/{pid}/status").read_text(errors="replace"):
+                    break
+                time.sleep(0.1)
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -164,16 +188,20 @@ class DovecotServer:
     def add_account(self, user: str | None = None, password: str | None = None) -> Account:
         """A new mailbox owner, in a passwd-file of its own."""
         user = user or f"u{secrets.token_hex(4)}"
-        password = password or secrets.token_urlsafe(12)
-        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", user) or ":" in password:
-            raise ValueError(f"not a user name for the test mailbox: {user!r}")
+        if (self.passwd / user).exists():
+            raise ValueError(f"the mailbox owner {user!r} exists already")
+        return self.set_account(user, password or secrets.token_urlsafe(12))
+
+    def set_account(self, user: str, password: str) -> Account:
+        """The mailbox owner `user` with this password, made or changed (`recon dev` keeps its
+        password across starts). The entry is readable by Dovecot's user only."""
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", user) or any(c in password for c in ":\n\r"):
+            raise ValueError(f"not a user name and password for the mailbox: {user!r}")
         uid, gid = _mail_owner()
-        home = self.maildir(user)
         entry = self.passwd / user
-        if entry.exists():
-            raise ValueError(f"the test mailbox {user!r} exists already")
-        entry.write_text(f"{user}:{{PLAIN}}{password}:{uid}:{gid}::{home}::\n")
-        entry.chmod(0o644)
+        entry.write_text(f"{user}:{{PLAIN}}{password}:{uid}:{gid}::{self.maildir(user)}::\n")
+        entry.chmod(0o600)
+        os.chown(entry, uid, gid)
         return Account("127.0.0.1", self.tls_port if self.tls else self.port, user, password, self.tls,
                        self.port)
 
@@ -182,16 +210,56 @@ class DovecotServer:
         return Account(account.host, self.port, account.user, account.password, False, self.port)
 
 
-def _check_reachable(folder: Path, uid: int) -> None:
-    """Dovecot's auth and mail processes run as `uid`: every folder above ours must let them
-    through, or logins fail later with "Temporary authentication failure" and nothing else."""
+def blocking_parent(folder: Path) -> Path | None:
+    """The first folder above `folder` that Dovecot's user cannot enter, if any. Its auth and
+    mail processes run as that user: a blocked path makes logins fail later with "Temporary
+    authentication failure" and nothing else, so it is checked before starting."""
+    uid = _mail_owner()[0]
     if uid == os.geteuid():
-        return
+        return None
     for parent in folder.resolve().parents:
         mode = parent.stat()
         if not mode.st_mode & 0o001 and mode.st_uid != uid:
-            raise StackError(f"dovecot's user (uid {uid}) cannot enter {parent} (mode "
-                             f"{mode.st_mode & 0o777:o}); keep its folder under one it can, e.g. /tmp")
+            return parent
+    return None
+
+
+def _check_reachable(folder: Path, uid: int) -> None:
+    if (parent := blocking_parent(folder)) is not None:
+        raise StackError(f"dovecot's user (uid {uid}) cannot enter {parent} (mode "
+                         f"{parent.stat().st_mode & 0o777:o}); keep its folder under one it can, e.g. /tmp")
+
+
+async def deliver(account: Account, messages: Iterable[EmailMessage | bytes], *,
+                  folder: str = "INBOX", only_if_empty: bool = False) -> int:
+    """APPEND each message, unseen, to the folder (created when missing), over the plain loopback
+    listener, as a delivering mail server leaves it; returns how many. With `only_if_empty`,
+    nothing is added to a folder that holds mail already (`recon dev` started again)."""
+    import aioimaplib
+
+    client = aioimaplib.IMAP4(host=account.host, port=account.plain_port or account.port, timeout=60)
+    try:
+        await client.wait_hello_from_server()
+        response = await client.login(account.user, account.password)
+        if response.result != "OK":
+            raise StackError(f"the loopback mailbox refused {account.user}: {response.lines[-1]!r}")
+        await client.create(folder)  # NO [ALREADYEXISTS] when it is there: fine
+        if only_if_empty:
+            status = await client.status(folder, "(MESSAGES)")
+            held = re.search(rb"MESSAGES (\d+)", b" ".join(x for x in status.lines if isinstance(x, bytes)))
+            if held and int(held[1]) > 0:
+                return 0
+        count = 0
+        for message in messages:
+            raw = message if isinstance(message, bytes) else message.as_bytes()
+            response = await client.append(raw, mailbox=folder)
+            if response.result != "OK":
+                raise StackError(f"the loopback mailbox refused a message: {response.lines[-1]!r}")
+            count += 1
+        return count
+    finally:
+        with contextlib.suppress(Exception):
+            await client.logout()
 
 
 def _mail_owner() -> tuple[int, int]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from email.message import EmailMessage
 from email.utils import make_msgid
 from pathlib import Path
@@ -22,7 +22,7 @@ import aioimaplib
 import pytest
 import pytest_asyncio
 
-from recon.runtime.imap_server import Account, DovecotServer, dovecot_path
+from recon.runtime.imap_server import Account, DovecotServer, deliver, dovecot_path
 
 
 def scratch_root() -> Path:
@@ -76,21 +76,6 @@ async def _login(account: Account) -> aioimaplib.IMAP4:
     return client
 
 
-async def deliver(account: Account, messages: Iterable[EmailMessage | bytes], *,
-                  folder: str = "INBOX") -> int:
-    """APPEND each message, unseen, to the folder (created when missing); returns how many."""
-    client = await _login(account)
-    await client.create(folder)  # NO [ALREADYEXISTS] when it is there: fine
-    count = 0
-    for message in messages:
-        raw = message if isinstance(message, bytes) else message.as_bytes()
-        response = await client.append(raw, mailbox=folder)
-        assert response.result == "OK", response
-        count += 1
-    await client.logout()
-    return count
-
-
 async def flags(account: Account, folder: str = "INBOX") -> dict[int, set[str]]:
     """Each message's flags by UID, read in an EXAMINE session (which changes nothing)."""
     client = await _login(account)
@@ -106,3 +91,6 @@ async def flags(account: Account, folder: str = "INBOX") -> dict[int, set[str]]:
             uid = int(match[1] or match[4])
             found[uid] = set((match[2] or match[3] or b"").decode().split())
     return found
+
+
+__all__ = ["deliver", "flags", "imap_account", "imap_server", "invoice_mail", "scratch_root"]
