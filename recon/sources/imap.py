@@ -135,7 +135,12 @@ class _Session:
         done, _ = await asyncio.wait({task, self.lost}, timeout=self.timeout if overall else None,
                                      return_when=asyncio.FIRST_COMPLETED)
         if task in done:
-            return task.result()
+            try:
+                return task.result()
+            except aioimaplib.CommandTimeout:  # aioimaplib's idle timer: no byte for `timeout`
+                raise SourceUnreachable(
+                    f"{self.mailbox.where}: no answer to {what} within {self.timeout:g} s",
+                    f"mail server {self.mailbox.host} not answering") from None
         task.cancel()
         with contextlib.suppress(BaseException):
             await task

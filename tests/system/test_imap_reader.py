@@ -5,7 +5,10 @@ line."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import tempfile
+import time
 from pathlib import Path
 
 import aioimaplib
@@ -164,3 +167,64 @@ async def test_a_thousand_messages_in_pages(imap_account: Account) -> None:
         uids += [i.uid for i in read.items]
         mark, validity = read.highest_uid, read.uidvalidity
     assert uids == list(range(1, 1001))
+
+
+class _CuttingProxy:
+    """Loopback TCP between the reader and Dovecot that, once the server has sent `after` bytes,
+    either drops both connections (a reset mid-answer) or goes silent (a hung server)."""
+
+    def __init__(self, port: int, after: int, silent: bool = False) -> None:
+        self.target, self.after, self.silent = port, after, silent
+        self.port = 0
+        self.closed = asyncio.Event()
+
+    async def start(self) -> _CuttingProxy:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        sent = 0
+
+        async def upstream() -> None:
+            with contextlib.suppress(OSError):
+                while data := await reader.read(65536):
+                    up_writer.write(data)
+
+        async def downstream() -> None:
+            nonlocal sent
+            with contextlib.suppress(OSError):
+                while data := await up_reader.read(65536):
+                    if sent >= self.after:
+                        if self.silent:
+                            await self.closed.wait()
+                        break
+                    writer.write(data)
+                    sent += len(data)
+            writer.close()
+            up_writer.close()
+
+        await asyncio.gather(upstream(), downstream(), return_exceptions=True)
+
+    def close(self) -> None:
+        self.closed.set()
+        self._server.close()
+
+
+@pytest.mark.parametrize("silent", [False, True], ids=["reset", "hung"])
+async def test_server_lost_mid_fetch_is_unreachable(imap_account: Account, silent: bool) -> None:
+    await deliver(imap_account, [invoice_mail(n, attachment=b"%PDF-1.4\n" + b"7" * 200_000,
+                                              filename="scan.pdf", subtype="pdf") for n in range(1, 6)])
+    proxy = await _CuttingProxy(imap_account.plain_port, after=300_000, silent=silent).start()
+    url = f"imap://{imap_account.user}@127.0.0.1:{proxy.port}/INBOX"
+    started = time.monotonic()
+    try:
+        with pytest.raises(SourceUnreachable) as lost:
+            await read_new(url, imap_account.password, uidvalidity=None, after_uid=0, timeout=3)
+    finally:
+        proxy.close()
+    line = str(lost.value)
+    assert "\n" not in line and "UID FETCH (bodies)" in line
+    assert ("no answer" in line) if silent else ("closed the connection" in line)
+    assert time.monotonic() - started < 60  # not left waiting for ever
