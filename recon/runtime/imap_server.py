@@ -8,7 +8,8 @@ sockets (`base_dir`), so two servers never meet and stopping one leaves nothing 
 
 Dovecot refuses mail access as uid 0, so as root the mailboxes belong to the `dovecot` user the
 package creates; as anyone else they belong to that user. Dovecot 2.3 (Debian 12) and 2.4
-(Debian 13) differ in most setting names, so both configs are written here.
+(Debian 13) differ in most setting names, so both configs are written here; the 2.4 one was written
+from its documentation and has not yet run on this project's machines (they have 2.3.19).
 """
 
 from __future__ import annotations
@@ -289,10 +290,9 @@ def _config(server: DovecotServer, version: tuple[int, int], uid: int) -> str:
         tls = (f"ssl = yes\nssl_server_cert_file = {server.certificate}\n"
                f"ssl_server_key_file = {server.certificate.parent / 'key.pem'}\n"
                if server.tls else "ssl = no\n")
-        number = subprocess.run([dovecot_path() or DOVECOT, "--version"], capture_output=True,
-                                text=True, timeout=30).stdout.split()[0]
-        return f"""dovecot_config_version = {number}
-dovecot_storage_version = {number}
+        # The oldest 2.4 syntax and storage: every 2.4.x reads it (it must come first).
+        return f"""dovecot_config_version = 2.4.0
+dovecot_storage_version = 2.4.0
 protocols = imap
 listen = 127.0.0.1
 base_dir = {root}/run
@@ -306,6 +306,9 @@ default_login_user = {login}
 first_valid_uid = {min(uid, 1)}
 mail_driver = maildir
 mail_path = ~/Maildir
+namespace inbox {{
+  inbox = yes
+}}
 passdb passwd-file {{
   passwd_file_path = {server.passwd}/%{{user}}
 }}
@@ -314,11 +317,9 @@ userdb passwd-file {{
 }}
 service imap-login {{
   inet_listener imap {{
-    listen = 127.0.0.1
     port = {server.port}
   }}
   inet_listener imaps {{
-    listen = 127.0.0.1
     {imaps}
   }}
 }}
@@ -337,6 +338,9 @@ default_internal_user = {internal}
 default_login_user = {login}
 first_valid_uid = {min(uid, 1)}
 mail_location = maildir:~/Maildir
+namespace inbox {{
+  inbox = yes
+}}
 passdb {{
   driver = passwd-file
   args = {server.passwd}/%u
