@@ -31,6 +31,8 @@ from email.message import EmailMessage
 from pathlib import Path
 from urllib.parse import quote
 
+import aioimaplib
+
 from recon.runtime.embedded import StackError, free_port, port_open
 
 DOVECOT = "dovecot"
@@ -236,8 +238,6 @@ async def deliver(account: Account, messages: Iterable[EmailMessage | bytes], *,
     """APPEND each message, unseen, to the folder (created when missing), over the plain loopback
     listener, as a delivering mail server leaves it; returns how many. With `only_if_empty`,
     nothing is added to a folder that holds mail already (`recon dev` started again)."""
-    import aioimaplib
-
     client = aioimaplib.IMAP4(host=account.host, port=account.plain_port or account.port, timeout=60)
     try:
         await client.wait_hello_from_server()
