@@ -24,6 +24,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from urllib.parse import quote
 
 import aioimaplib
 
-from recon.runtime.embedded import StackError, free_port, port_open
+from recon.runtime.embedded import StackError, _die_with_parent, free_port, port_open
 
 DOVECOT = "dovecot"
 
@@ -123,7 +124,8 @@ class DovecotServer:
         self.process = subprocess.Popen(
             [binary, "-F", "-c", str(self.config)], stdin=subprocess.DEVNULL,
             stdout=open(self.root / "dovecot.out", "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115
-            start_new_session=True)
+            start_new_session=True,  # a killed starter (test session, `recon dev`) takes it along:
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         deadline = time.monotonic() + timeout
         while not self._greets():
             if self.process.poll() is not None:
