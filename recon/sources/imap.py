@@ -15,33 +15,35 @@ import has committed.
 
 Failures are one line each, with the server's words: `SourceRefused` (permanent: credentials,
 folder, certificate, URL) or `SourceUnreachable` (temporary: refused, reset, timed out, TLS cut
-short, UNAVAILABLE); both live in recon/domain/errors.py.
+short, UNAVAILABLE); both live in recon/domain/errors.py, and the session that raises them in
+recon/sources/imap_session.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
-import ssl
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
-from urllib.parse import unquote, urlsplit
 
-import aioimaplib
-from aioimaplib import Command, Response
+from aioimaplib import Response
 
-from recon.domain.errors import SourceRefused, SourceUnreachable
-from recon.domain.printable import printable
+from recon.domain.errors import SourceRefused
+from recon.sources.imap_session import (
+    MailboxUrl,
+    Session,
+    astring,
+    checked_folder,
+    open_session,
+    parse_url,
+    words,
+)
 
-T = TypeVar("T")
+__all__ = ["ImapRead", "MailItem", "MailboxUrl", "move_to", "parse_url", "probe", "read_new"]
 
 MAX_BYTES = 25 * 2**20
 HEADER_BATCH = 100  # aioimaplib parses a response chunk recursively, a frame per line: keep it small
 BODY_BATCH_BYTES = 8 * 2**20
 BODY_BATCH_COUNT = 50
-TEMPORARY_CODES = ("UNAVAILABLE", "INUSE", "LIMIT", "SERVERBUG")  # RFC 5530 codes worth a retry
 
 
 @dataclass(frozen=True)
@@ -67,176 +69,6 @@ class ImapRead:
     items: list[MailItem]
 
 
-@dataclass(frozen=True)
-class MailboxUrl:
-    """`imaps://user@host:993/FOLDER` (TLS) or `imap://user@host:143/FOLDER` (STARTTLS when the
-    server offers it, else plain: for loopback and trusted networks). The password never is in
-    the URL: it comes from a file or the environment."""
-
-    tls: bool
-    host: str
-    port: int
-    user: str
-    folder: str
-
-    @property
-    def where(self) -> str:
-        scheme = "imaps" if self.tls else "imap"
-        return printable(f"{scheme}://{self.user}@{self.host}:{self.port}/{self.folder}")
-
-
-def parse_url(url: str) -> MailboxUrl:
-    """The URL's parts, or `SourceRefused` naming what is wrong with it."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError as exc:
-        raise SourceRefused(f"not an IMAP URL {printable(url)!r}: {exc}") from None
-    if parts.scheme not in ("imap", "imaps"):
-        raise SourceRefused(f"not an IMAP URL {printable(url)!r}: it must start imap:// or imaps://")
-    if parts.password is not None:
-        raise SourceRefused("the IMAP URL holds a password: give it by file or environment instead")
-    if not parts.hostname or not parts.username:
-        raise SourceRefused(f"the IMAP URL {printable(url)!r} needs user@host, "
-                            "like imaps://ap@mail.example.com/INBOX")
-    folder = unquote(parts.path.lstrip("/")) or "INBOX"
-    if not folder.isascii() or any(c in folder for c in '\r\n\0"\\'):
-        raise SourceRefused(f"folder {printable(folder)!r}: only ASCII names without quotes are read")
-    tls = parts.scheme == "imaps"
-    return MailboxUrl(tls, parts.hostname, port or (993 if tls else 143), unquote(parts.username),
-                      folder)
-
-
-# ------------------------------------------------------------------ the session
-class _Session:
-    """One logged-in connection. Each command is raced against the connection's loss, since
-    aioimaplib leaves a command waiting when the server goes away mid-answer."""
-
-    def __init__(self, mailbox: MailboxUrl, timeout: float) -> None:
-        self.mailbox, self.timeout = mailbox, timeout
-        self.lost: asyncio.Future[Exception | None] = asyncio.get_running_loop().create_future()
-        self.client: aioimaplib.IMAP4 | None = None
-        self.secure = mailbox.tls  # True once the connection is TLS (imaps:// or STARTTLS)
-
-    def _on_lost(self, exc: Exception | None) -> None:
-        if not self.lost.done():
-            self.lost.set_result(exc)
-
-    @property
-    def protocol(self) -> aioimaplib.IMAP4ClientProtocol:
-        assert self.client is not None
-        return self.client.protocol
-
-    async def call(self, what: str, step: Awaitable[T], *, overall: bool = True) -> T:
-        """`step`'s result; SourceUnreachable if the connection drops or (with `overall`) no
-        answer comes within the timeout. Without it, aioimaplib's idle timer is the limit: a large
-        body may take longer than `timeout` as long as bytes keep coming."""
-        task = asyncio.ensure_future(step)
-        done, _ = await asyncio.wait({task, self.lost}, timeout=self.timeout if overall else None,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            try:
-                return task.result()
-            except aioimaplib.CommandTimeout:  # aioimaplib's idle timer: no byte for `timeout`
-                raise SourceUnreachable(
-                    f"{self.mailbox.where}: no answer to {what} within {self.timeout:g} s",
-                    f"mail server {self.mailbox.host} not answering") from None
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-        if self.lost.done():
-            why = self.lost.result()
-            raise SourceUnreachable(
-                f"{self.mailbox.where}: the server closed the connection during {what}"
-                + (f": {why}" if why else ""), f"mail server {self.mailbox.host} unreachable")
-        raise SourceUnreachable(f"{self.mailbox.where}: no answer to {what} within {self.timeout:g} s",
-                                f"mail server {self.mailbox.host} not answering")
-
-    async def command(self, what: str, step: Awaitable[Response], *, overall: bool = True) -> Response:
-        """An answer that must be OK; NO/BAD become one line with the server's words."""
-        response = await self.call(what, step, overall=overall)
-        if response.result == "OK":
-            return response
-        words = _words(response)
-        line = f"{self.mailbox.where}: {what}: the server says {response.result} {words}".rstrip()
-        if any(f"[{code}" in words.upper() for code in TEMPORARY_CODES):
-            raise SourceUnreachable(line, f"mail server {self.mailbox.host}: {words}")
-        raise SourceRefused(line)
-
-    async def open(self, password: str) -> None:
-        mailbox = self.mailbox
-        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-        self.client = aioimaplib.IMAP4(host=mailbox.host, port=mailbox.port, timeout=self.timeout,
-                                       conn_lost_cb=self._on_lost,
-                                       ssl_context=context if mailbox.tls else None)
-        await self.call("the greeting", self.client.wait_hello_from_server())
-        if not mailbox.tls and "STARTTLS" in self.protocol.capabilities:
-            await self._starttls(context)
-        await self.command("login", self.client.login(_astring(mailbox.user), password))
-
-    async def _starttls(self, context: ssl.SSLContext) -> None:
-        """aioimaplib 2.0 has no STARTTLS: send the command through it, then let asyncio wrap the
-        same transport in TLS (RFC 3501 §6.2.1) and ask for the capabilities again."""
-        protocol = self.protocol
-        await self.command("STARTTLS", protocol.execute(Command("STARTTLS", protocol.new_tag(),
-                                                                loop=protocol.loop)))
-        loop = asyncio.get_running_loop()
-        protocol.transport = await self.call("the TLS handshake", loop.start_tls(
-            protocol.transport, protocol, context, server_hostname=self.mailbox.host))
-        self.secure = True
-        await self.call("CAPABILITY", protocol.capability())
-
-    async def examine(self) -> dict[str, int]:
-        """EXAMINE the folder (read-only); its UIDVALIDITY, UIDNEXT and EXISTS."""
-        folder = _astring(self.mailbox.folder)
-        response = await self.command(f"EXAMINE {self.mailbox.folder}",
-                                      self.protocol.simple_command("EXAMINE", folder))
-        # aioimaplib 2.0 runs EXAMINE as a simple command and so does not note the selected
-        # state its UID commands need; the server is in it now (the answer was OK).
-        self.protocol.state = aioimaplib.SELECTED
-        text = b"\n".join(line for line in response.lines if isinstance(line, bytes))
-        found = {k.decode(): int(v) for k, v in re.findall(rb"\[(UIDVALIDITY|UIDNEXT) (\d+)\]", text)}
-        if exists := re.search(rb"^(\d+) EXISTS", text, re.M):
-            found["EXISTS"] = int(exists[1])
-        if "UIDVALIDITY" not in found:
-            raise SourceRefused(f"{self.mailbox.where}: the server named no UIDVALIDITY for the folder")
-        return found
-
-    async def close(self) -> None:
-        if self.client is None:
-            return
-        with contextlib.suppress(Exception):
-            if not self.lost.done():
-                await asyncio.wait_for(self.client.logout(), min(self.timeout, 5.0))
-        transport = self.protocol.transport
-        if transport is not None:
-            transport.close()
-
-
-@contextlib.asynccontextmanager
-async def _session(url: str, password: str, timeout: float) -> AsyncIterator[_Session]:
-    """A logged-in session; every low-level failure leaves as SourceRefused/SourceUnreachable."""
-    mailbox = parse_url(url)
-    session = _Session(mailbox, timeout)
-    where = mailbox.where
-    try:
-        await session.open(password)
-        yield session
-    except (SourceRefused, SourceUnreachable):
-        raise
-    except ssl.SSLCertVerificationError as exc:
-        raise SourceRefused(f"{where}: the server's certificate is not trusted: "
-                            f"{exc.verify_message or exc.reason}") from None
-    except (TimeoutError, OSError, aioimaplib.CommandTimeout) as exc:
-        raise SourceUnreachable(f"{where}: {_oserror_words(exc, timeout)}",
-                                f"mail server {mailbox.host} unreachable") from None
-    except aioimaplib.AioImapException as exc:
-        raise SourceUnreachable(f"{where}: {printable(exc) or type(exc).__name__}",
-                                f"mail server {mailbox.host} unreachable") from None
-    finally:
-        await session.close()
-
-
 # ------------------------------------------------------------------ reading
 async def read_new(url: str, password: str, *, uidvalidity: int | None, after_uid: int,
                    up_to_uid: int | None = None, limit: int = 500, max_bytes: int = MAX_BYTES,
@@ -246,7 +78,7 @@ async def read_new(url: str, password: str, *, uidvalidity: int | None, after_ui
     order; bodies only for those of at most `max_bytes`. Changes nothing on the server."""
     if limit < 1 or after_uid < 0 or max_bytes < 1:
         raise ValueError("limit and max_bytes must be at least 1, after_uid at least 0")
-    async with _session(url, password, timeout) as session:
+    async with open_session(url, password, timeout) as session:
         folder = await session.examine()
         validity = folder["UIDVALIDITY"]
         if uidvalidity is not None and uidvalidity != validity:
@@ -264,7 +96,7 @@ async def read_new(url: str, password: str, *, uidvalidity: int | None, after_ui
         return ImapRead(validity, max((i.uid for i in items), default=after_uid), items)
 
 
-async def _fetch(session: _Session, validity: int, uids: list[int], max_bytes: int) -> list[MailItem]:
+async def _fetch(session: Session, validity: int, uids: list[int], max_bytes: int) -> list[MailItem]:
     heads: dict[int, tuple[int, str | None]] = {}
     for batch in _chunks(uids, HEADER_BATCH):
         response = await session.command("UID FETCH (sizes)", session.protocol.fetch(
@@ -368,10 +200,10 @@ def _body_batches(uids: list[int], sizes: dict[int, int]) -> Iterable[list[int]]
 async def probe(url: str, password: str, *, timeout: float = 30.0) -> str:
     """One line for `recon source test`: what the folder holds, read with STATUS (nothing
     selected, nothing changed)."""
-    async with _session(url, password, timeout) as session:
+    async with open_session(url, password, timeout) as session:
         mailbox = session.mailbox
         response = await session.command(f"STATUS {mailbox.folder}", session.protocol.simple_command(
-            "STATUS", _astring(mailbox.folder), "(MESSAGES UNSEEN UIDVALIDITY UIDNEXT)"))
+            "STATUS", astring(mailbox.folder), "(MESSAGES UNSEEN UIDVALIDITY UIDNEXT)"))
         text = b" ".join(line for line in response.lines if isinstance(line, bytes))
         counts = {k.decode(): int(v) for k, v in
                   re.findall(rb"\b(MESSAGES|UNSEEN|UIDVALIDITY|UIDNEXT) (\d+)", text)}
@@ -388,27 +220,27 @@ async def move_to(url: str, password: str, uidvalidity: int, uids: Iterable[int]
     only (UIDPLUS). The folder is created when missing. Returns how many were asked to move: 0
     when the UIDs were renumbered since (they would name other messages now)."""
     wanted = sorted(set(uids))
-    target = parse_url(f"imap://x@h/{folder}").folder  # the same checks as a URL's folder
+    target = checked_folder(folder)
     if not wanted:
         return 0
-    async with _session(url, password, timeout) as session:
+    async with open_session(url, password, timeout) as session:
         protocol = session.protocol
-        name = _astring(session.mailbox.folder)
+        name = astring(session.mailbox.folder)
         response = await session.command(f"SELECT {session.mailbox.folder}", protocol.select(name))
         text = b" ".join(line for line in response.lines if isinstance(line, bytes))
         validity = re.search(rb"\[UIDVALIDITY (\d+)\]", text)
         if not validity or int(validity[1]) != uidvalidity:
             return 0
-        created = await session.call("CREATE", protocol.simple_command("CREATE", _astring(target)))
-        if created.result != "OK" and "ALREADYEXISTS" not in _words(created).upper():
+        created = await session.call("CREATE", protocol.simple_command("CREATE", astring(target)))
+        if created.result != "OK" and "ALREADYEXISTS" not in words(created).upper():
             raise SourceRefused(f"{session.mailbox.where}: CREATE {target}: the server says "
-                                f"{created.result} {_words(created)}")
+                                f"{created.result} {words(created)}")
         uid_set = _uid_set(wanted)
         if "MOVE" in protocol.capabilities:
-            await session.command(f"UID MOVE to {target}", protocol.move(uid_set, _astring(target),
+            await session.command(f"UID MOVE to {target}", protocol.move(uid_set, astring(target),
                                                                          by_uid=True))
         elif "UIDPLUS" in protocol.capabilities:
-            await session.command(f"UID COPY to {target}", protocol.copy(uid_set, _astring(target),
+            await session.command(f"UID COPY to {target}", protocol.copy(uid_set, astring(target),
                                                                          by_uid=True))
             await session.command("UID STORE \\Deleted", protocol.store(
                 uid_set, "+FLAGS.SILENT", "(\\Deleted)", by_uid=True))
@@ -419,28 +251,3 @@ async def move_to(url: str, password: str, uidvalidity: int, uids: Iterable[int]
         return len(wanted)
 
 
-# ------------------------------------------------------------------ small helpers
-def _astring(value: str) -> str:
-    """An IMAP astring: the value as an atom when it is one, else quoted."""
-    if value and re.fullmatch(r"[A-Za-z0-9._@+\-/&]+", value):
-        return value
-    return aioimaplib.quoted(value)
-
-
-def _words(response: Response) -> str:
-    text = " ".join(line.decode("utf-8", "replace") for line in response.lines
-                    if isinstance(line, bytes))
-    return printable(re.sub(r"\s*\(\d+\.\d+ \+ [\d.+ ]+secs\)\.?", "", text).strip())
-
-
-def _oserror_words(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, TimeoutError | aioimaplib.CommandTimeout):
-        return f"no answer within {timeout:g} s"
-    if isinstance(exc, ssl.SSLError):
-        return f"TLS failed: {printable(exc.reason or exc)}"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, ConnectionResetError | BrokenPipeError):
-        return "connection reset by the server"
-    words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return printable(words or type(exc).__name__)
