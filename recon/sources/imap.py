@@ -226,7 +226,7 @@ async def move_to(url: str, password: str, uidvalidity: int, uids: Iterable[int]
     async with open_session(url, password, timeout) as session:
         protocol = session.protocol
         name = astring(session.mailbox.folder)
-        response = await session.command(f"SELECT {session.mailbox.folder}", protocol.select(name))
+        response = await session.command(f"opening {session.mailbox.folder} to move", protocol.select(name))
         text = b" ".join(line for line in response.lines if isinstance(line, bytes))
         validity = re.search(rb"\[UIDVALIDITY (\d+)\]", text)
         if not validity or int(validity[1]) != uidvalidity:
