@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -127,13 +128,19 @@ async def test_plain_url_upgrades_with_starttls(imap_server: DovecotServer, imap
 
 
 async def test_stopped_server_is_unreachable() -> None:
-    server = DovecotServer(scratch_root() / "server").start()
-    account = server.add_account()
-    await deliver(account, [invoice_mail(1)])
-    assert (await read_new(account.url(), account.password, uidvalidity=None, after_uid=0)).items
-    server.stop()
-    with pytest.raises(SourceUnreachable) as unreachable:
-        await read_new(account.url(), account.password, uidvalidity=None, after_uid=0, timeout=10)
+    root = scratch_root()
+    server = DovecotServer(root / "server")
+    try:
+        server.start()
+        account = server.add_account()
+        await deliver(account, [invoice_mail(1)])
+        assert (await read_new(account.url(), account.password, uidvalidity=None, after_uid=0)).items
+        server.stop()
+        with pytest.raises(SourceUnreachable) as unreachable:
+            await read_new(account.url(), account.password, uidvalidity=None, after_uid=0, timeout=10)
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
     assert str(unreachable.value).endswith("connection refused") and "\n" not in str(unreachable.value)
     assert classify(unreachable.value) == "temporary"
     assert outage_in_words(unreachable.value) == "mail server 127.0.0.1 unreachable"
