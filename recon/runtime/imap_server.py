@@ -223,6 +223,8 @@ def blocking_parent(folder: Path) -> Path | None:
     if uid == os.geteuid():
         return None
     for parent in folder.resolve().parents:
+        if not parent.exists():
+            continue  # made later, by us, with modes that let it in
         mode = parent.stat()
         if not mode.st_mode & 0o001 and mode.st_uid != uid:
             return parent
