@@ -187,3 +187,6 @@ def spawn_worker(stack: Stack, tmp_path: Path) -> Iterator:
         if worker.process.poll() is None:
             worker.thaw()
             worker.kill()
+
+
+from tests.fakes.dovecot import imap_account, imap_server  # noqa: E402,F401  (fixtures for all tests)

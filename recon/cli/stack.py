@@ -34,6 +34,9 @@ def dev(
     encrypt: Annotated[bool, typer.Option(
         "--encrypt", help="Encrypt payloads: make a key in RECON_HOME/payload-keys (once) and "
                           "run the Web UI's codec server.")] = False,
+    imap: Annotated[bool, typer.Option(
+        "--imap/--no-imap", help="Also serve a loopback IMAP mailbox holding the example invoices "
+                                 "as mails (Dovecot, when installed).")] = True,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
     from recon.runtime.devstack import run_dev
@@ -47,6 +50,12 @@ def dev(
         if stack.mail is not None:
             console.print(f"Mail      {stack.mail.url}   every message kept in "
                           f"{stack.mail.handler.maildir}/new (Maildir)")
+        if stack.imap is not None:
+            box = stack.imap
+            held = (f"{box.delivered} example invoices delivered" if box.delivered
+                    else "its mail kept from the last start")
+            console.print(f"IMAP      {box.url}   password in {box.password_file}; {held}",
+                          markup=False, highlight=False)
         if stack.codec is not None:
             keys = stack.codec.service.keyring.ids
             console.print(f"Codec     {stack.codec.url()}   payloads encrypted with key {keys[0]};"
@@ -63,7 +72,8 @@ def dev(
     from worker import run_worker
 
     run_dev(state_dir(), port, ui_port, None if no_worker else run_worker, announce,
-            say=functools.partial(console.print, markup=False, highlight=False), encrypt=encrypt)
+            say=functools.partial(console.print, markup=False, highlight=False), encrypt=encrypt,
+            imap=imap)
     console.print("stopped")
 
 

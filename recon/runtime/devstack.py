@@ -1,8 +1,9 @@
 """`recon dev`: the whole embedded stack in one command, stopped cleanly on Ctrl-C or SIGTERM.
 
 Temporal dev server (Web UI), embedded Postgres (data under `.recon/`), the schema, a loopback
-mail server keeping every message in `.recon/mail/` (Maildir), a worker (which also delivers the
-outbox), and `.recon/env` so every other command finds them. It watches its servers: one that
+mail server keeping every message in `.recon/mail/` (Maildir), a loopback IMAP mailbox holding the
+example invoices (recon/runtime/dev_mailbox.py; Dovecot, when installed), a worker (which also
+delivers the outbox), and `.recon/env` so every other command finds them. It watches its servers: one that
 dies is started again on the same data and ports, with one line saying so. A previous
 `recon dev` that was killed leaves servers behind; starting again stops those first.
 """
@@ -27,6 +28,7 @@ from recon.runtime.config import (
     read_env_file,
     write_env_file,
 )
+from recon.runtime.dev_mailbox import DevMailbox, loopback_imap
 from recon.runtime.embedded import EmbeddedPostgres, StackError, TemporalDevServer, port_open
 from recon.runtime.keyring import new_key_line, write_key_file
 from recon.store.db import connect_pool, migrate
@@ -44,6 +46,7 @@ class RunningStack:
     temporal: TemporalDevServer
     postgres: EmbeddedPostgres
     mail: MailSink | None = None  # the loopback mail server, when this process runs one
+    imap: DevMailbox | None = None  # the loopback IMAP mailbox with the example mails
     codec: CodecServerThread | None = None  # the Web UI's codec server, with a keyring
 
     @property
@@ -136,7 +139,7 @@ def loopback_mail(maildir: Path) -> Iterator[MailSink | None]:
 
 
 def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, announce,
-            say: Callable[[str], None] = print, encrypt: bool = False) -> None:
+            say: Callable[[str], None] = print, encrypt: bool = False, imap: bool = True) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started. `worker` is the worker's
     entry point (`worker.run_worker`), handed in by the CLI: the runtime never imports the worker."""
     # The outside ledger `recon ledger init --start` wrote there stays (docs/ledger.md).
@@ -148,8 +151,8 @@ def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, anno
         # This process's worker and every command after it (through .recon/env) use the key.
         env["RECON_PAYLOAD_KEYS_FILE"] = os.environ["RECON_PAYLOAD_KEYS_FILE"] = str(key_file)
     with embedded_stack(state, port, ui_port, persistent=True) as stack, \
-            loopback_mail(state / "mail") as mail:
-        stack.mail = mail
+            loopback_mail(state / "mail") as mail, loopback_imap(state, say, imap) as mailbox:
+        stack.mail, stack.imap = mail, mailbox
         asyncio.run(prepare_database(stack.postgres.url))
         env.update({
             "TEMPORAL_ADDRESS": stack.temporal.address,

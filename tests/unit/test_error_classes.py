@@ -57,6 +57,9 @@ TEMPORARY = {
     "temporal-unavailable": (_rpc(RPCStatusCode.UNAVAILABLE), "Temporal unreachable"),
     "temporal-deadline": (_rpc(RPCStatusCode.DEADLINE_EXCEEDED), "Temporal unreachable"),
     "temporal-exhausted": (_rpc(RPCStatusCode.RESOURCE_EXHAUSTED), "Temporal unreachable"),
+    "mail-server-down": (errors.SourceUnreachable("imaps://ap@mail:993/INBOX: connection refused",
+                                                  "mail server mail unreachable"),
+                         "mail server mail unreachable"),
 }
 
 UNKNOWN = {
@@ -73,6 +76,7 @@ UNKNOWN = {
     "temporal-not-found": _rpc(RPCStatusCode.NOT_FOUND),
     "temporal-invalid": _rpc(RPCStatusCode.INVALID_ARGUMENT),
     "key-error": KeyError("sku"),
+    "mailbox-refused": errors.SourceRefused("imaps://ap@mail:993/INBOX: login: NO [AUTHENTICATIONFAILED]"),
 }
 
 
@@ -100,7 +104,7 @@ def test_a_timeout_is_said_as_a_timeout() -> None:
 REFUSALS = [errors.Refused, errors.UnknownRun, errors.UndoRefused, errors.RedoRefused,
             errors.DecisionRefused, errors.NotRefused, errors.ScheduleProblem, errors.SeedError,
             errors.ImportProblem, errors.StackError, errors.DatabaseUnavailable,
-            errors.TemporalUnavailable]
+            errors.TemporalUnavailable, errors.SourceRefused]
 
 
 @pytest.mark.parametrize("cls", REFUSALS, ids=lambda c: c.__name__)

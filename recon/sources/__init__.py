@@ -1,0 +1,1 @@
+"""Where a night's documents come from: mailboxes, drop folders, ERP exports."""
