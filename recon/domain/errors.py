@@ -89,6 +89,21 @@ class BadField(ValueError):
     line and column and raises `MasterDataRefused`."""
 
 
+class SourceRefused(Refusal, ValueError):
+    """A source cannot be used as configured: a wrong password (the server refused the login),
+    a secret that cannot be read, a module that is not installed. Never temporary: the night
+    hands over at once, nothing taken."""
+
+
+class SourceUnreachable(ConnectionError):
+    """A source's server cannot be reached or dropped the connection: temporary (an outage is
+    ridden out within the outage window). `outage_words` names the server and its own words."""
+
+    def __init__(self, where: str, words: str) -> None:
+        super().__init__(f"{where}: {words}")
+        self.outage_words = f"{where} unreachable ({words[:200]})"
+
+
 class StackError(Refusal, RuntimeError):
     """The embedded stack could not start; the message is one line for the user."""
 

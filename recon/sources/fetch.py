@@ -1,0 +1,275 @@
+"""Step 1's fetch: everything new at the night's sources comes in before the night fixes its
+working set (docs/sources.md).
+
+The night's set is fixed by its first fetch and re-used by every retry: a folder's set is the
+files it listed then (recorded as `pending` items with the night's mark), a mailbox's is the
+UIDs below the UIDNEXT it saw then. What arrives later belongs to the next night.
+
+Each item is recorded in the transaction that imports it, under a per-source lock, so a worker
+killed anywhere leaves every document imported once: a committed item is never taken again, an
+uncommitted one is taken again whole. ERP exports load through `recon load`'s own transactions,
+whose keys make a second load of the same bytes write nothing; the item is settled after.
+
+- a drop folder's file that cannot be used (no supplier named, hostile, not an invoice) is
+  recorded as filed with its reason: the night goes on;
+- a message goes through `recon import --maildir`'s readers and refusals (recon/documents/inbox.py);
+- an ERP file that is refused stops the night (`MasterDataRefused`, naming file:line: why):
+  a night never matches against half-loaded master data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from recon.documents import master_load
+from recon.documents.importer import take_file
+from recon.documents.inbox import message_id_of, read_message_bytes, take_messages
+from recon.domain.cell_formats import CellFormats
+from recon.domain.errors import ImportProblem, NightStarted, SourceRefused
+from recon.runtime import failpoints
+from recon.sources import erp
+from recon.sources.files import read_whole, settled_files
+from recon.sources.secrets import read_secret
+from recon.store import sources as store
+
+FAILPOINT = "fetch_sources"  # `fetch_sources:N`: between reading the night's Nth item and recording it
+IMAP_BATCH = 50  # messages fetched per round trip, so a 10,000-message folder never sits in memory
+
+
+@dataclass(frozen=True)
+class Night:
+    workflow_id: str
+    day: date
+    warehouse: str
+
+
+@dataclass
+class Fetched:
+    """What this attempt took (an earlier attempt's items are counted by `recon status`)."""
+
+    imported: int = 0
+    filed: int = 0
+    loaded: int = 0
+    seen: int = 0  # items read this attempt, the failpoint's position
+    lines: list[str] = field(default_factory=list)
+
+    def taken(self, outcome: str) -> None:
+        setattr(self, outcome, getattr(self, outcome) + 1)
+
+
+def imap_module() -> Any:
+    """recon/sources/imap.py, or a one-line refusal when this installation has none."""
+    try:
+        return importlib.import_module("recon.sources.imap")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("recon.sources.imap", "aioimaplib"):
+            raise
+        raise SourceRefused(f"IMAP sources need recon.sources.imap, which this installation "
+                            f"lacks ({exc.name} is missing)") from None
+
+
+async def fetch_night(pool: asyncpg.Pool, night: Night) -> Fetched:
+    """Fetch every source of the night's warehouse, ERP exports first."""
+    done = Fetched()
+    for source in await store.for_warehouse(pool, night.warehouse):
+        if source["kind"] == "erp":
+            await _fetch_erp(pool, source, night, done)
+        elif source["kind"] == "folder":
+            await _fetch_folder(pool, source, night, done)
+        else:
+            await _fetch_imap(pool, source, night, done)
+    return done
+
+
+def _hash_file(path: Path) -> str | None:
+    """The file's SHA-256, streamed (a huge file is still named); None if it went away."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except FileNotFoundError:
+        return None
+    return digest.hexdigest()
+
+
+async def _claim(pool: asyncpg.Pool, source_id: int, night: Night, folder: Path,
+                 wanted: Any = None) -> None:
+    """The night's set of a folder, once: its settled files no night has claimed, claimed with
+    the night's mark in one transaction. A retry finds the mark and claims nothing new."""
+    async with pool.acquire() as conn:
+        if await store.mark(conn, source_id, night.workflow_id) is not None:
+            return
+        listed = [f for f in await settled_files(folder) if wanted is None or wanted(f.name)]
+        known = await store.known_files(conn, source_id)
+        claims = [(sha, f.name) for f in listed
+                  if (sha := _hash_file(f.path)) is not None and (sha, f.name) not in known]
+        async with conn.transaction():
+            await store.lock_source(conn, source_id)
+            if await store.set_mark(conn, source_id, night.workflow_id):
+                await store.claim_files(conn, source_id, night.workflow_id, claims)
+
+
+async def _current(conn: asyncpg.Connection, source_id: int, night: Night, item: asyncpg.Record,
+                   folder: Path) -> bytes | None:
+    """The pending item's bytes if the file still holds what was claimed. A file gone is filed;
+    a file replaced is filed and its new content claimed for this night (a corrected export)."""
+    try:
+        data = read_whole(folder / item["name"])
+    except FileNotFoundError:
+        reason = "removed from the folder before the night took it"
+    except (ValueError, OSError) as exc:
+        reason = str(exc)
+    else:
+        sha = hashlib.sha256(data).hexdigest()
+        if sha == item["sha256"]:
+            return data
+        reason = "changed before the night took it: its new content is taken as a new file"
+        async with conn.transaction():
+            await store.lock_source(conn, source_id)
+            if await store.settle(conn, item["id"], "filed", reason):
+                await store.claim_files(conn, source_id, night.workflow_id, [(sha, item["name"])])
+        return None
+    async with conn.transaction():
+        await store.lock_source(conn, source_id)
+        await store.settle(conn, item["id"], "filed", reason)
+    return None
+
+
+async def _fetch_folder(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
+                        done: Fetched) -> None:
+    folder = Path(source["url"].split(":", 1)[1])
+    await _claim(pool, source["id"], night, folder)
+    async with pool.acquire() as conn:
+        while items := await store.pending(conn, source["id"], night.workflow_id):
+            for item in items:
+                data = await _current(conn, source["id"], night, item, folder)
+                if data is None:
+                    continue
+                done.seen += 1
+                failpoints.hit(FAILPOINT, done.seen)
+                async with conn.transaction():
+                    await store.lock_source(conn, source["id"])
+                    if not await store.still_pending(conn, item["id"]):
+                        continue  # an attempt before this one committed it
+                    outcome, reason, documents = await _import_file(conn, item["name"], data, night)
+                    await store.settle(conn, item["id"], outcome, reason, documents)
+                done.taken(outcome)
+
+
+async def _import_file(conn: asyncpg.Connection, name: str, data: bytes,
+                       night: Night) -> tuple[str, str, int]:
+    """(outcome, reason, documents) of one file, imported in a savepoint: a refusal undoes the
+    file's writes only, and the file is recorded as filed with the refusal's words."""
+    try:
+        async with conn.transaction():
+            taken = await take_file(conn, name, data, night.day, night.warehouse)
+    except NightStarted:
+        raise  # cannot happen before step 1 copies the night; never file a document silently
+    except ImportProblem as exc:
+        return "filed", str(exc), 0
+    documents = taken.imported + taken.credit_notes
+    if taken.refused:
+        return "filed", "; ".join(taken.refused), 0
+    if not documents and taken.skipped_existing + taken.credit_notes_existing:
+        return "imported", "already there (imported before)", 0
+    if not documents:
+        return "filed", "nothing in it to import", 0
+    return "imported", "", documents
+
+
+async def _fetch_erp(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
+                     done: Fetched) -> None:
+    folder = Path(source["url"].split(":", 1)[1])
+    settings = json.loads(source["settings"] or "{}")
+    formats = CellFormats.of(settings.get("date_format"), settings.get("amount_format"))
+    await _claim(pool, source["id"], night, folder, wanted=lambda name: erp.kind_of(name) is not None)
+    async with pool.acquire() as conn:
+        while items := await store.pending(conn, source["id"], night.workflow_id):
+            by_name = {i["name"]: i for i in items}
+            for kind, name in erp.load_order(list(by_name)):
+                item = by_name[name]
+                data = await _current(conn, source["id"], night, item, folder)
+                if data is None:
+                    continue
+                done.seen += 1
+                failpoints.hit(FAILPOINT, done.seen)
+                loader = getattr(master_load, erp.LOADER[kind])
+                # Its own transaction, all or nothing; a refusal (MasterDataRefused, naming
+                # file:line: field: why) stops the night here, the item left pending.
+                summary = await loader(pool, folder / name, formats, data=data)
+                async with conn.transaction():
+                    await store.lock_source(conn, source["id"])
+                    await store.settle(conn, item["id"], "loaded", summary.line())
+                done.taken("loaded")
+                done.lines.append(summary.line())
+
+
+async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
+                      done: Fetched) -> None:
+    imap = imap_module()
+    url, password = source["url"], read_secret(source["secret_ref"])
+    sid = source["id"]
+    async with pool.acquire() as conn:
+        mark = await store.mark(conn, sid, night.workflow_id)
+        if mark is None:
+            validity, uidnext = await imap.mailbox_state(url, password)
+            await store.set_mark(conn, sid, night.workflow_id, validity, uidnext)
+            mark = await store.mark(conn, sid, night.workflow_id)
+        validity, below = mark["uidvalidity"], mark["uidnext"]
+        after = await store.last_uid(conn, sid, validity)
+        while after + 1 < below:
+            fetched = await imap.read_new(url, password, uidvalidity=validity, after_uid=after,
+                                          below_uid=below, limit=IMAP_BATCH)
+            if fetched and any(m.uidvalidity != validity for m in fetched):
+                # Renumbered (a new UIDVALIDITY): take the whole folder again as the night's set;
+                # what was taken before is known by its Message-ID, so nothing is doubled or lost.
+                validity, below = await imap.mailbox_state(url, password)
+                await store.remark(conn, sid, night.workflow_id, validity, below)
+                after = await store.last_uid(conn, sid, validity)
+                continue
+            if not fetched:
+                break
+            for message in fetched:
+                await _take_message(conn, sid, night, message, done)
+                after = max(after, message.uid)
+
+
+async def _take_message(conn: asyncpg.Connection, source_id: int, night: Night, message: Any,
+                        done: Fetched) -> None:
+    """One message: recorded with its import in one transaction, or skipped if known."""
+    raw: bytes = message.raw
+    message_id = message.message_id or message_id_of(raw)
+    done.seen += 1
+    failpoints.hit(FAILPOINT, done.seen)
+    async with conn.transaction():
+        await store.lock_source(conn, source_id)
+        if await store.item_known(conn, source_id, message.uidvalidity, message.uid, message_id):
+            return
+        read = read_message_bytes(raw, f"uid {message.uid}")
+        read.message_id = message_id
+        try:
+            async with conn.transaction():  # a savepoint: a refusal undoes this message only
+                taken, fresh = await take_messages(conn, [read], night.day, night.warehouse)
+        except NightStarted:
+            raise
+        except ImportProblem as exc:
+            taken, fresh, read.problem = None, [read], str(exc)
+        if not fresh:  # imported before (by `recon import --maildir` or another source)
+            outcome, reason, documents = "imported", "already there (imported before)", 0
+        elif read.problem:
+            outcome, reason, documents = "filed", read.problem, 0
+        else:
+            assert taken is not None
+            outcome, reason, documents = "imported", "", taken.imported + taken.credit_notes
+        await store.record_message(conn, source_id, night.workflow_id, message.uidvalidity,
+                                   message.uid, message_id, read.name, outcome, reason, documents)
+    done.taken(outcome)
