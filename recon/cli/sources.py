@@ -87,11 +87,13 @@ def list_(
         console.print("no source: `recon source add WAREHOUSE folder:/path` adds one",
                       markup=False, highlight=False)
         return
-    table = Table("id", "warehouse", "kind", "url", "settings", "password", "added")
+    table = Table("id", "warehouse", "kind", "settings", "password", "added", "url")
+    for column in table.columns:  # a path, URL or variable is copied whole, never broken
+        column.no_wrap = column.header != "settings"
     for r in rows:
-        table.add_row(str(r["id"]), r["warehouse"], r["kind"], printable(r["url"]),
+        table.add_row(str(r["id"]), r["warehouse"], r["kind"],
                       _settings(json.loads(r["settings"])) or "-", printable(shown(r["secret_ref"])),
-                      r["added_at"].strftime("%Y-%m-%d %H:%M"))
+                      r["added_at"].strftime("%Y-%m-%d %H:%M"), printable(r["url"]))
     console.print(table)
 
 

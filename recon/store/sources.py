@@ -147,7 +147,7 @@ async def night_filed(pool: asyncpg.Pool, workflow_id: str, limit: int = 20) -> 
 async def lock_source(conn: asyncpg.Connection, source_id: int) -> None:
     """One writer per source until the transaction ends: a stale attempt and the live one of a
     night never take the same item twice (the second sees the first's row)."""
-    await conn.execute("SELECT pg_advisory_xact_lock(hashtext('source:' || $1::text))", source_id)
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtext('source:' || $1::bigint))", source_id)
 
 
 async def item_known(conn: asyncpg.Connection, source_id: int, uidvalidity: int, uid: int,
