@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncpg
 
 from recon.domain.errors import Refused
+from recon.domain.redaction import mask_known
 from recon.sources import erp
 from recon.sources.fetch import imap_module
 from recon.sources.files import settled_files
@@ -24,8 +25,13 @@ async def probe(pool: asyncpg.Pool, source: asyncpg.Record) -> list[str]:
     """Lines that say what the source holds; a source that cannot be read is one refusal."""
     kind = source["kind"]
     if kind == "imap":
-        line = await imap_module().probe(source["url"], read_secret(source["secret_ref"]))
-        return [str(line)]
+        imap = imap_module()
+        try:
+            line = await imap.probe(source["url"], read_secret(source["secret_ref"]))
+        except (OSError, TimeoutError) as exc:  # unreachable: the server's words, one line
+            words = getattr(exc, "outage_words", None) or f"{type(exc).__name__}: {exc}"
+            raise Refused(f"{source['url']}: {mask_known(str(words))}") from None
+        return [mask_known(str(line))]
     spec = _folder_of(source)
     try:
         files = await settled_files(spec.folder)

@@ -75,6 +75,10 @@ async def test_the_night_fetches_loads_and_reconciles_by_itself_and_a_kill_takes
         assert "never-shown-password" not in listed.stdout
         assert "never-shown-password" not in str(await pool.fetch("SELECT * FROM sources"))
         assert sum(1 for line in listed.stdout.splitlines() if wh in line) == 3, listed.stdout
+        mail_id = mail.stdout.split()[1]
+        probed = await _cli(mail_env, "source", "test", mail_id)  # no IMAP module, or no network
+        assert probed.returncode == 1 and len(probed.stderr.strip().splitlines()) == 1, probed.stderr
+        assert "Traceback" not in probed.stderr and "never-shown-password" not in probed.stderr
         tested = await _cli(env, "source", "test", folder_id)
         assert tested.stdout.strip() == f"{drop}: 3 file(s), 3 new (a night would take them)"
         erp_test = await _cli(env, "source", "test", erp_id)
