@@ -22,10 +22,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -33,13 +34,14 @@ from recon.documents import master_load
 from recon.documents.importer import take_file
 from recon.documents.inbox import message_id_of, read_message_bytes, take_messages
 from recon.domain.cell_formats import CellFormats
-from recon.domain.errors import ImportProblem, NightStarted, SourceRefused
+from recon.domain.errors import ImportProblem, NightStarted, SourceRefused, SourceUnreachable
 from recon.runtime import failpoints
 from recon.sources import erp
 from recon.sources.files import read_whole, settled_files
 from recon.sources.secrets import read_secret
 from recon.store import sources as store
 
+T = TypeVar("T")
 FAILPOINT = "fetch_sources"  # `fetch_sources:N`: between reading the night's Nth item and recording it
 IMAP_BATCH = 50  # messages fetched per round trip, so a 10,000-message folder never sits in memory
 
@@ -108,7 +110,10 @@ async def _claim(pool: asyncpg.Pool, source_id: int, night: Night, folder: Path,
     async with pool.acquire() as conn:
         if await store.mark(conn, source_id, night.workflow_id) is not None:
             return
-        listed = [f for f in await settled_files(folder) if wanted is None or wanted(f.name)]
+        try:
+            listed = [f for f in await settled_files(folder) if wanted is None or wanted(f.name)]
+        except OSError as exc:  # a mount gone, a folder not there yet: an outage, in its words
+            raise SourceUnreachable(f"folder {folder}", exc.strerror or str(exc)) from exc
         known = await store.known_files(conn, source_id)
         claims = [(sha, f.name) for f in listed
                   if (sha := _hash_file(f.path)) is not None and (sha, f.name) not in known]
@@ -213,6 +218,18 @@ async def _fetch_erp(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
                 done.lines.append(summary.line())
 
 
+async def _server(url: str, call: Awaitable[T]) -> T:
+    """A call to the mail server: a connection that fails or times out is an outage (temporary:
+    ridden out within the outage window, then handed over naming the server and its words)."""
+    try:
+        return await call
+    except SourceUnreachable:
+        raise
+    except (OSError, TimeoutError) as exc:
+        where = f"mail server {url.split('@', 1)[-1].split('/', 1)[0]}"
+        raise SourceUnreachable(where, f"{type(exc).__name__}: {exc}") from exc
+
+
 async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
                       done: Fetched) -> None:
     imap = imap_module()
@@ -221,29 +238,30 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
     async with pool.acquire() as conn:
         mark = await store.mark(conn, sid, night.workflow_id)
         if mark is None:
-            validity, uidnext = await imap.mailbox_state(url, password)
+            validity, uidnext = await _server(url, imap.mailbox_state(url, password))
             await store.set_mark(conn, sid, night.workflow_id, validity, uidnext)
             mark = await store.mark(conn, sid, night.workflow_id)
         validity, below = mark["uidvalidity"], mark["uidnext"]
         after = await store.last_uid(conn, sid, validity)
         while after + 1 < below:
-            fetched = await imap.read_new(url, password, uidvalidity=validity, after_uid=after,
-                                          below_uid=below, limit=IMAP_BATCH)
+            fetched = await _server(url, imap.read_new(
+                url, password, uidvalidity=validity, after_uid=after, below_uid=below,
+                limit=IMAP_BATCH))
             if fetched and any(m.uidvalidity != validity for m in fetched):
                 # Renumbered (a new UIDVALIDITY): take the whole folder again as the night's set;
                 # what was taken before is known by its Message-ID, so nothing is doubled or lost.
-                validity, below = await imap.mailbox_state(url, password)
+                validity, below = await _server(url, imap.mailbox_state(url, password))
                 await store.remark(conn, sid, night.workflow_id, validity, below)
                 after = await store.last_uid(conn, sid, validity)
                 continue
             if not fetched:
                 break
             for message in fetched:
-                await _take_message(conn, sid, night, message, done)
+                await take_message(conn, sid, night, message, done)
                 after = max(after, message.uid)
 
 
-async def _take_message(conn: asyncpg.Connection, source_id: int, night: Night, message: Any,
+async def take_message(conn: asyncpg.Connection, source_id: int, night: Night, message: Any,
                         done: Fetched) -> None:
     """One message: recorded with its import in one transaction, or skipped if known."""
     raw: bytes = message.raw
