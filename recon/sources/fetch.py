@@ -232,8 +232,8 @@ async def _server(url: str, call: Awaitable[T]) -> T:
 
 async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
                       done: Fetched) -> None:
-    imap = imap_module()
     url, password = source["url"], read_secret(source["secret_ref"])
+    imap = imap_module()
     sid = source["id"]
     async with pool.acquire() as conn:
         mark = await store.mark(conn, sid, night.workflow_id)
