@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import date
@@ -34,10 +36,16 @@ from recon.documents import master_load
 from recon.documents.importer import take_file
 from recon.documents.inbox import message_id_of, read_message_bytes, take_messages
 from recon.domain.cell_formats import CellFormats
-from recon.domain.errors import ImportProblem, NightStarted, SourceRefused, SourceUnreachable
+from recon.domain.errors import (
+    ImportProblem,
+    MasterDataRefused,
+    NightStarted,
+    SourceRefused,
+    SourceUnreachable,
+)
 from recon.runtime import failpoints
 from recon.sources import erp
-from recon.sources.files import read_whole, settled_files
+from recon.sources.files import SETTLED_SECONDS, read_whole, settled_files
 from recon.sources.secrets import read_secret
 from recon.store import sources as store
 
@@ -137,10 +145,18 @@ async def _current(conn: asyncpg.Connection, source_id: int, night: Night, item:
         sha = hashlib.sha256(data).hexdigest()
         if sha == item["sha256"]:
             return data
-        reason = "changed before the night took it: its new content is taken as a new file"
+        # A corrected file put in its place (settled) is this night's; one still being written
+        # is left for the next night's listing, so a file that never stops changing ends here.
+        try:
+            settled = time.time() - os.stat(folder / item["name"]).st_mtime >= SETTLED_SECONDS
+        except OSError:
+            settled = False
+        reason = ("changed before the night took it: its new content is taken as a new file"
+                  if settled else "changed before the night took it and still changing: the "
+                  "next night takes it once it has settled")
         async with conn.transaction():
             await store.lock_source(conn, source_id)
-            if await store.settle(conn, item["id"], "filed", reason):
+            if await store.settle(conn, item["id"], "filed", reason) and settled:
                 await store.claim_files(conn, source_id, night.workflow_id, [(sha, item["name"])])
         return None
     async with conn.transaction():
@@ -204,13 +220,19 @@ async def _fetch_erp(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
                 item = by_name[name]
                 data = await _current(conn, source["id"], night, item, folder)
                 if data is None:
-                    continue
+                    break  # filed, or replaced by its new content: the order is read again
                 done.seen += 1
                 failpoints.hit(FAILPOINT, done.seen)
                 loader = getattr(master_load, erp.LOADER[kind])
                 # Its own transaction, all or nothing; a refusal (MasterDataRefused, naming
                 # file:line: field: why) stops the night here, the item left pending.
-                summary = await loader(pool, folder / name, formats, data=data)
+                try:
+                    summary = await loader(pool, folder / name, formats, data=data)
+                except MasterDataRefused as exc:
+                    raise MasterDataRefused(
+                        f"{exc} (nothing of {name} was loaded, and the night does not match "
+                        "against half-loaded master data: put the export right and answer "
+                        "retry)") from None
                 async with conn.transaction():
                     await store.lock_source(conn, source["id"])
                     await store.settle(conn, item["id"], "loaded", summary.line())

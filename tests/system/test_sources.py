@@ -15,7 +15,16 @@ from pathlib import Path
 import asyncpg
 from temporalio.client import Client
 
-from tests.helpers import ROOT, first_handover, recon_cli, settings_for, start, wait_for
+from tests.approvers import register, signed
+from tests.helpers import (
+    ROOT,
+    first_handover,
+    recon_cli,
+    settings_for,
+    start,
+    wait_awaiting_decision,
+    wait_for,
+)
 from tests.system.test_load_cli import fresh_database
 
 EXAMPLES = ROOT / "examples"
@@ -157,4 +166,18 @@ async def test_a_refused_erp_file_hands_over_naming_file_and_line(
         assert await pool.fetchval("SELECT count(*) FROM po_lines") == 0, "nothing of the file loaded"
         assert await pool.fetchval("SELECT count(*) FROM invoices") == 0, "no invoice taken before"
         assert await pool.fetchval("SELECT count(*) FROM suppliers") == 3, "the file before it loaded"
-        await handle.terminate("the test has seen the handover")
+
+        # The export put right in place, and a person answers retry: the corrected file loads,
+        # the refused one is on record as replaced, and the night reconciles.
+        orders.write_text(orders.read_text().replace(",-3,", ",300,"))
+        os.utime(orders, (os.path.getmtime(drop) - 60,) * 2)
+        await register(pool, stack.state)
+        await wait_awaiting_decision(handle)
+        await handle.execute_update("decide", await signed(pool, stack.state, handle.id, "retry"))
+        assert (await asyncio.wait_for(handle.result(), 180)).status == "Completed"
+        ledger = await pool.fetch("SELECT invoice_no, kind, amount_paise FROM ledger_entries")
+        assert [tuple(r) for r in ledger] == [("S103:MS-0042", "price", 60_000)]
+        loads = await pool.fetch("SELECT outcome, reason FROM source_items WHERE name = 'orders.csv'"
+                                 " ORDER BY id")
+        assert [r["outcome"] for r in loads] == ["filed", "loaded"]
+        assert loads[0]["reason"].startswith("changed before the night took it: its new content")
