@@ -19,6 +19,7 @@ whose keys make a second load of the same bytes write nothing; the item is settl
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import json
@@ -103,11 +104,12 @@ def _hash_file(path: Path) -> str | None:
     """The file's SHA-256, streamed (a huge file is still named); None if it went away."""
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # gone, or swapped for a link since it was listed: not taken tonight
         return None
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -123,8 +125,11 @@ async def _claim(pool: asyncpg.Pool, source_id: int, night: Night, folder: Path,
         except OSError as exc:  # a mount gone, a folder not there yet: an outage, in its words
             raise SourceUnreachable(f"folder {folder}", exc.strerror or str(exc)) from exc
         known = await store.known_files(conn, source_id)
-        claims = [(sha, f.name) for f in listed
-                  if (sha := _hash_file(f.path)) is not None and (sha, f.name) not in known]
+        claims = []
+        for f in listed:  # hashed off the event loop: the heartbeat goes on beside a huge file
+            sha = await asyncio.to_thread(_hash_file, f.path)
+            if sha is not None and (sha, f.name) not in known:
+                claims.append((sha, f.name))
         async with conn.transaction():
             await store.lock_source(conn, source_id)
             if await store.set_mark(conn, source_id, night.workflow_id):
