@@ -259,6 +259,19 @@ async def _server(url: str, call: Awaitable[T]) -> T:
 
 async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
                       done: Fetched) -> None:
+    """A mailbox's new messages, through recon/sources/imap.py, whose interface this is:
+
+    - `await mailbox_state(url, password) -> (uidvalidity, uidnext)`: the folder's UIDVALIDITY
+      and UIDNEXT (EXAMINE, read-only);
+    - `await read_new(url, password, *, uidvalidity, after_uid, below_uid, limit) -> list[msg]`:
+      at most `limit` messages with after_uid < UID < below_uid in UID order, fetched with
+      `BODY.PEEK[]`; each `msg` has `.uidvalidity` (the server's, now), `.uid`, `.message_id`
+      (its Message-ID header, or "" when it has none) and `.raw` (the RFC 5322 bytes). When the
+      server's UIDVALIDITY is not `uidvalidity` it does not raise: its messages say so;
+    - `await probe(url, password) -> str`: one line for `recon source test`;
+    - a refused login raises `recon.domain.errors.SourceRefused` (hand over at once); a server
+      that cannot be reached raises `SourceUnreachable` (or any OSError / TimeoutError).
+    """
     url, password = source["url"], read_secret(source["secret_ref"])
     imap = imap_module()
     sid = source["id"]
