@@ -8,7 +8,8 @@ unknown    -> stop the run and hand it to a person
 A `Refusal` is for a person at the command line: the request was understood and is refused (or
 a server it needs is not there); the CLI prints its message as one line and exits 1. Each keeps
 the builtin base it always had (ValueError, LookupError, RuntimeError), so code that caught that
-base still catches it. A refusal is never a reason `classify` retries: it is not temporary.
+base still catches it. A refusal is never a reason `classify` retries: it is not temporary, with
+one exception, `SourceUnreachable` (a mail server that is down now).
 """
 
 from __future__ import annotations
@@ -84,24 +85,26 @@ class MasterDataRefused(Refusal, ValueError):
     one line naming `file:line: field: why`, and nothing of the file was written."""
 
 
+class SourceRefused(Refusal, ValueError):
+    """A document source (a mailbox) refuses us for good as configured: wrong credentials, no
+    such folder, an untrusted certificate, a malformed URL. Permanent: retrying cannot help, so
+    the night hands over at once; the message is one line with the server's own words."""
+
+
+class SourceUnreachable(Refusal, ConnectionError):
+    """A document source cannot be reached now: connection refused or reset, a timeout, a TLS
+    handshake cut short, a server answering UNAVAILABLE. Temporary (`classify`): the night rides
+    it out within the outage window, then hands over; `outage_words` names the server and what
+    it said. The one refusal that is retried, because it is about the server, not the request."""
+
+    def __init__(self, message: str, outage_words: str | None = None) -> None:
+        super().__init__(message)
+        self.outage_words = outage_words or message
+
+
 class BadField(ValueError):
     """One value of a master data row is not what its column takes; the parser adds the file,
     line and column and raises `MasterDataRefused`."""
-
-
-class SourceRefused(Refusal, ValueError):
-    """A source cannot be used as configured: a wrong password (the server refused the login),
-    a secret that cannot be read, a module that is not installed. Never temporary: the night
-    hands over at once, nothing taken."""
-
-
-class SourceUnreachable(ConnectionError):
-    """A source's server cannot be reached or dropped the connection: temporary (an outage is
-    ridden out within the outage window). `outage_words` names the server and its own words."""
-
-    def __init__(self, where: str, words: str) -> None:
-        super().__init__(f"{where}: {words}")
-        self.outage_words = f"{where} unreachable ({words[:200]})"
 
 
 class StackError(Refusal, RuntimeError):
@@ -212,6 +215,8 @@ def _is_temporal_unreachable(exc: BaseException) -> bool:
 
 def classify(exc: BaseException) -> str:
     """'temporary' or 'unknown'. Permanent-for-one-item failures never reach here: they park."""
+    if isinstance(exc, SourceUnreachable):  # a refusal, yet about a server that may come back
+        return "temporary"
     if isinstance(exc, (*TEMPORARY_PG, ConnectionError, TimeoutError, asyncio.TimeoutError)):
         return "temporary"
     if isinstance(exc, OSError):

@@ -123,7 +123,9 @@ async def _claim(pool: asyncpg.Pool, source_id: int, night: Night, folder: Path,
         try:
             listed = [f for f in await settled_files(folder) if wanted is None or wanted(f.name)]
         except OSError as exc:  # a mount gone, a folder not there yet: an outage, in its words
-            raise SourceUnreachable(f"folder {folder}", exc.strerror or str(exc)) from exc
+            words = exc.strerror or str(exc)
+            raise SourceUnreachable(f"folder {folder}: {words}",
+                                    f"folder {folder} unreachable ({words})") from exc
         known = await store.known_files(conn, source_id)
         claims = []
         for f in listed:  # hashed off the event loop: the heartbeat goes on beside a huge file
@@ -253,24 +255,24 @@ async def _server(url: str, call: Awaitable[T]) -> T:
     except SourceUnreachable:
         raise
     except (OSError, TimeoutError) as exc:
-        where = f"mail server {url.split('@', 1)[-1].split('/', 1)[0]}"
-        raise SourceUnreachable(where, f"{type(exc).__name__}: {exc}") from exc
+        host = url.split("@", 1)[-1].split("/", 1)[0]
+        raise SourceUnreachable(f"{url}: {type(exc).__name__}: {exc}",
+                                f"mail server {host} unreachable") from exc
 
 
 async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
                       done: Fetched) -> None:
-    """A mailbox's new messages, through recon/sources/imap.py, whose interface this is:
+    """A mailbox's new messages, through recon/sources/imap.py (aioimaplib, `BODY.PEEK[]`):
 
-    - `await mailbox_state(url, password) -> (uidvalidity, uidnext)`: the folder's UIDVALIDITY
-      and UIDNEXT (EXAMINE, read-only);
-    - `await read_new(url, password, *, uidvalidity, after_uid, below_uid, limit) -> list[msg]`:
-      at most `limit` messages with after_uid < UID < below_uid in UID order, fetched with
-      `BODY.PEEK[]`; each `msg` has `.uidvalidity` (the server's, now), `.uid`, `.message_id`
-      (its Message-ID header, or "" when it has none) and `.raw` (the RFC 5322 bytes). When the
-      server's UIDVALIDITY is not `uidvalidity` it does not raise: its messages say so;
-    - `await probe(url, password) -> str`: one line for `recon source test`;
-    - a refused login raises `recon.domain.errors.SourceRefused` (hand over at once); a server
-      that cannot be reached raises `SourceUnreachable` (or any OSError / TimeoutError).
+    - `await read_new(url, password, *, uidvalidity, after_uid, up_to_uid, limit) -> ImapRead`
+      (`.uidvalidity`, `.highest_uid`, `.items`): at most `limit` messages with
+      after_uid < UID <= up_to_uid in UID order; a changed UIDVALIDITY reads from UID 1 and says
+      so in `.uidvalidity`. Each item has `.uidvalidity`, `.uid`, `.message_id` (or None),
+      `.raw` (the RFC 5322 bytes, None when it was not downloaded) and `.refused` (why not);
+    - `await mailbox_state(url, password) -> (uidvalidity, uidnext)`, when the module has it: the
+      night's mark. Without it the mark is the highest UID of the night's first page (the rest
+      is the next night's: later, never lost);
+    - `SourceRefused` (a refused login: hand over at once) and `SourceUnreachable` (an outage).
     """
     url, password = source["url"], read_secret(source["secret_ref"])
     imap = imap_module()
@@ -278,39 +280,63 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
     async with pool.acquire() as conn:
         mark = await store.mark(conn, sid, night.workflow_id)
         if mark is None:
-            validity, uidnext = await _server(url, imap.mailbox_state(url, password))
-            await store.set_mark(conn, sid, night.workflow_id, validity, uidnext)
+            first = await _first_mark(conn, imap, url, password, sid)
+            await store.set_mark(conn, sid, night.workflow_id, *first)
             mark = await store.mark(conn, sid, night.workflow_id)
         validity, below = mark["uidvalidity"], mark["uidnext"]
         after = await store.last_uid(conn, sid, validity)
         while after + 1 < below:
-            fetched = await _server(url, imap.read_new(
-                url, password, uidvalidity=validity, after_uid=after, below_uid=below,
+            read = await _server(url, imap.read_new(
+                url, password, uidvalidity=validity, after_uid=after, up_to_uid=below - 1,
                 limit=IMAP_BATCH))
-            if fetched and any(m.uidvalidity != validity for m in fetched):
-                # Renumbered (a new UIDVALIDITY): take the whole folder again as the night's set;
-                # what was taken before is known by its Message-ID, so nothing is doubled or lost.
-                validity, below = await _server(url, imap.mailbox_state(url, password))
+            if read.uidvalidity != validity:
+                # Renumbered (a new UIDVALIDITY): the whole folder is the night's set again; what
+                # was taken before is known by its Message-ID, so nothing is doubled or lost.
+                validity, below = await _first_mark(conn, imap, url, password, sid)
                 await store.remark(conn, sid, night.workflow_id, validity, below)
                 after = await store.last_uid(conn, sid, validity)
                 continue
-            if not fetched:
+            if not read.items:
                 break
-            for message in fetched:
+            for message in read.items:
                 await take_message(conn, sid, night, message, done)
-                after = max(after, message.uid)
+            after = max(after, read.highest_uid)
+
+
+async def _first_mark(conn: asyncpg.Connection, imap: Any, url: str, password: str | None,
+                      source_id: int) -> tuple[int, int]:
+    """(uidvalidity, uidnext) of the night: the folder's UIDNEXT now, so what arrives later is
+    the next night's."""
+    state = getattr(imap, "mailbox_state", None)
+    if state is not None:
+        validity, uidnext = await _server(url, state(url, password))
+        return int(validity), int(uidnext)
+    peek = await _server(url, imap.read_new(url, password, uidvalidity=None, after_uid=0,
+                                            up_to_uid=None, limit=1))
+    after = await store.last_uid(conn, source_id, peek.uidvalidity)
+    page = await _server(url, imap.read_new(url, password, uidvalidity=peek.uidvalidity,
+                                            after_uid=after, up_to_uid=None, limit=IMAP_BATCH))
+    return page.uidvalidity, page.highest_uid + 1
 
 
 async def take_message(conn: asyncpg.Connection, source_id: int, night: Night, message: Any,
                         done: Fetched) -> None:
-    """One message: recorded with its import in one transaction, or skipped if known."""
-    raw: bytes = message.raw
-    message_id = message.message_id or message_id_of(raw)
+    """One message: recorded with its import in one transaction, or skipped if known. A message
+    the client did not download (`raw` None: over the size limit) is filed with its reason."""
+    raw: bytes | None = message.raw
+    message_id = message.message_id or (message_id_of(raw) if raw is not None else
+                                        f"uid:{message.uidvalidity}:{message.uid}")
     done.seen += 1
     failpoints.hit(FAILPOINT, done.seen)
     async with conn.transaction():
         await store.lock_source(conn, source_id)
         if await store.item_known(conn, source_id, message.uidvalidity, message.uid, message_id):
+            return
+        if raw is None:
+            await store.record_message(
+                conn, source_id, night.workflow_id, message.uidvalidity, message.uid, message_id,
+                f"uid {message.uid}", "filed", getattr(message, "refused", None) or "not downloaded", 0)
+            done.taken("filed")
             return
         read = read_message_bytes(raw, f"uid {message.uid}")
         read.message_id = message_id

@@ -1,8 +1,10 @@
 """A source as a person writes it: its URL, its kind, and its settings. Pure code, no I/O.
 
-`imap://ap@mail.example:993/INBOX` (993 is IMAP over TLS; `imap+starttls://` and, on loopback
-only, `imap+plain://` for a test server), `folder:/srv/drop`, `erp:/srv/erp-exports`. A password
-inside the URL is refused: it would be stored and shown; it is given by file or environment.
+`imaps://ap@mail.example/INBOX` (TLS, port 993), `imap://ap@mail.example/INBOX` (port 143,
+STARTTLS when the server offers it: loopback and trusted networks), `folder:/srv/drop`,
+`erp:/srv/erp-exports`. Port 993 is IMAP over TLS whatever the scheme says, so
+`imap://ap@mail.example:993/INBOX` is stored as `imaps://`. A password inside the URL is refused:
+it would be stored and shown; it is given by file or environment.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from recon.domain.cell_formats import AMOUNT_FORMATS, DATE_FORMATS
 from recon.domain.errors import Refused
 
 KINDS = ("imap", "folder", "erp")
-IMAP_SCHEMES = ("imap", "imap+starttls", "imap+plain")
+IMAP_SCHEMES = ("imap", "imaps")
+IMAPS_PORT = 993
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 @dataclass(frozen=True)
@@ -48,19 +50,17 @@ def _imap(url: str) -> str:
                       "--password-file F or --password-env VAR instead")
     if not parts.hostname or not parts.username:
         raise Refused(f"an IMAP source names its user and server, like "
-                      f"imap://ap@mail.example:993/INBOX; got {url}")
-    if parts.scheme == "imap+plain" and parts.hostname not in _LOOPBACK:
-        raise Refused("imap+plain:// (no TLS) is for a server on loopback only; use imap:// "
-                      "(TLS, port 993) or imap+starttls://")
+                      f"imaps://ap@mail.example/INBOX; got {url}")
     try:
-        port = parts.port or (993 if parts.scheme == "imap" else 143)
+        port = parts.port or (IMAPS_PORT if parts.scheme == "imaps" else 143)
     except ValueError:
         raise Refused(f"the IMAP URL's port is not a port number: {url}") from None
+    scheme = "imaps" if port == IMAPS_PORT else parts.scheme
     folder = unquote(parts.path.lstrip("/")) or "INBOX"
     if parts.query or parts.fragment:
         raise Refused(f"an IMAP source URL takes no query or fragment: {url}")
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return f"{parts.scheme}://{parts.username}@{host}:{port}/{folder}"
+    return f"{scheme}://{parts.username}@{host}:{port}/{folder}"
 
 
 def secret_ref(password_file: Path | None, password_env: str | None) -> str | None:
@@ -86,8 +86,8 @@ def parse(url: str, *, date_format: str | None = None, amount_format: str | None
     url = url.strip()
     scheme, sep, rest = url.partition(":")
     if not sep or scheme not in (*KINDS, *IMAP_SCHEMES):
-        raise Refused(f"not a source: {url!r}; a source is imap://user@host:993/INBOX, "
-                      "folder:/path or erp:/path")
+        raise Refused(f"not a source: {url!r}; a source is imaps://user@host/INBOX, "
+                      "imap://user@host/INBOX, folder:/path or erp:/path")
     kind = "imap" if scheme in IMAP_SCHEMES else scheme
     secret = secret_ref(password_file, password_env)
     if kind == "imap":

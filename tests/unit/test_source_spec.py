@@ -17,10 +17,14 @@ def test_kinds_and_their_canonical_urls(tmp_path: Path) -> None:
     password = tmp_path / "pw"
     password.write_text("s3cret-password\n")
     imap = parse("imap://ap@Mail.Example/INBOX", password_file=password)
-    assert (imap.kind, imap.url, imap.secret_ref) == ("imap", "imap://ap@mail.example:993/INBOX",
+    assert (imap.kind, imap.url, imap.secret_ref) == ("imap", "imap://ap@mail.example:143/INBOX",
                                                       f"file:{password}")
-    assert parse("imap+plain://ap@127.0.0.1:1143", password_env="AP_PW").url == (
-        "imap+plain://ap@127.0.0.1:1143/INBOX")
+    assert parse("imap://ap@127.0.0.1:1143", password_env="AP_PW").url == (
+        "imap://ap@127.0.0.1:1143/INBOX")
+    assert parse("imap://ap@mail.example:993/INBOX", password_env="AP_PW").url == (
+        "imaps://ap@mail.example:993/INBOX"), "993 is IMAP over TLS"
+    assert parse("imaps://ap@mail.example/Invoices", password_env="AP_PW").url == (
+        "imaps://ap@mail.example:993/Invoices")
     assert parse("folder:/srv/drop/").url == "folder:/srv/drop"
     erp_source = parse("erp:/srv/erp-exports", date_format="dd-mm-yyyy", amount_format="Indian")
     assert (erp_source.kind, erp_source.settings) == (
@@ -30,7 +34,7 @@ def test_kinds_and_their_canonical_urls(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("url", "kwargs", "why"), [
     ("imap://ap:hunter22@mail.example/INBOX", {"password_env": "X"}, "holds a password"),
     ("imap://ap@mail.example/INBOX", {}, "needs its password"),
-    ("imap+plain://ap@mail.example/INBOX", {"password_env": "X"}, "loopback only"),
+    ("imap://ap@mail.example:port/INBOX", {"password_env": "X"}, "not a port number"),
     ("folder:srv/drop", {}, "absolute path"),
     ("ftp://x/y", {}, "not a source"),
     ("folder:/srv/drop", {"date_format": "DD-MM-YYYY"}, "settings of an erp source"),
