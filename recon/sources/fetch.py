@@ -53,6 +53,7 @@ from recon.store import sources as store
 T = TypeVar("T")
 FAILPOINT = "fetch_sources"  # `fetch_sources:N`: between reading the night's Nth item and recording it
 IMAP_BATCH = 50  # messages fetched per round trip, so a 10,000-message folder never sits in memory
+IMAP_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -269,9 +270,9 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
       after_uid < UID <= up_to_uid in UID order; a changed UIDVALIDITY reads from UID 1 and says
       so in `.uidvalidity`. Each item has `.uidvalidity`, `.uid`, `.message_id` (or None),
       `.raw` (the RFC 5322 bytes, None when it was not downloaded) and `.refused` (why not);
-    - `await mailbox_state(url, password) -> (uidvalidity, uidnext)`, when the module has it: the
-      night's mark. Without it the mark is the highest UID of the night's first page (the rest
-      is the next night's: later, never lost);
+    - the night's mark (UIDVALIDITY, UIDNEXT): `await mailbox_state(url, password)` when the module
+      has it, else EXAMINE through `recon.sources.imap_session.open_session(...).examine()`, else
+      the highest UID of the night's first page (the rest is the next night's: later, never lost);
     - `SourceRefused` (a refused login: hand over at once) and `SourceUnreachable` (an outage).
     """
     url, password = source["url"], read_secret(source["secret_ref"])
@@ -311,12 +312,21 @@ async def _first_mark(conn: asyncpg.Connection, imap: Any, url: str, password: s
     if state is not None:
         validity, uidnext = await _server(url, state(url, password))
         return int(validity), int(uidnext)
+    session = importlib.import_module("recon.sources.imap_session")
+    if hasattr(session, "open_session"):  # EXAMINE (read-only) names UIDVALIDITY and UIDNEXT
+        folder = await _server(url, _examine(session, url, password))
+        return int(folder["UIDVALIDITY"]), int(folder["UIDNEXT"])
     peek = await _server(url, imap.read_new(url, password, uidvalidity=None, after_uid=0,
                                             up_to_uid=None, limit=1))
     after = await store.last_uid(conn, source_id, peek.uidvalidity)
     page = await _server(url, imap.read_new(url, password, uidvalidity=peek.uidvalidity,
                                             after_uid=after, up_to_uid=None, limit=IMAP_BATCH))
     return page.uidvalidity, page.highest_uid + 1
+
+
+async def _examine(session: Any, url: str, password: str | None) -> dict[str, int]:
+    async with session.open_session(url, password, IMAP_TIMEOUT_SECONDS) as opened:
+        return await opened.examine()
 
 
 async def take_message(conn: asyncpg.Connection, source_id: int, night: Night, message: Any,
