@@ -46,7 +46,7 @@ from recon.domain.errors import (
 )
 from recon.runtime import failpoints
 from recon.sources import erp
-from recon.sources.files import SETTLED_SECONDS, read_whole, settled_files
+from recon.sources.files import MAX_FILE_BYTES, SETTLED_SECONDS, read_whole, settled_files
 from recon.sources.secrets import read_secret
 from recon.store import sources as store
 
@@ -140,14 +140,20 @@ async def _claim(pool: asyncpg.Pool, source_id: int, night: Night, folder: Path,
 
 
 async def _current(conn: asyncpg.Connection, source_id: int, night: Night, item: asyncpg.Record,
-                   folder: Path) -> bytes | None:
+                   folder: Path, *, export: bool = False) -> bytes | None:
     """The pending item's bytes if the file still holds what was claimed. A file gone is filed;
-    a file replaced is filed and its new content claimed for this night (a corrected export)."""
+    a file replaced is filed and its new content claimed for this night (a corrected export).
+    A drop folder's file that cannot be read is filed; an ERP export stops the night."""
     try:
-        data = read_whole(folder / item["name"])
+        data = read_whole(folder / item["name"],
+                          master_load.MAX_FILE_BYTES if export else MAX_FILE_BYTES)
     except FileNotFoundError:
         reason = "removed from the folder before the night took it"
     except (ValueError, OSError) as exc:
+        if export:
+            raise MasterDataRefused(f"{folder / item['name']}: cannot be loaded: {exc} (nothing of "
+                                    "it was loaded, and the night does not match against "
+                                    "half-loaded master data)") from None
         reason = str(exc)
     else:
         sha = hashlib.sha256(data).hexdigest()
@@ -226,7 +232,7 @@ async def _fetch_erp(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
             by_name = {i["name"]: i for i in items}
             for kind, name in erp.load_order(list(by_name)):
                 item = by_name[name]
-                data = await _current(conn, source["id"], night, item, folder)
+                data = await _current(conn, source["id"], night, item, folder, export=True)
                 if data is None:
                     break  # filed, or replaced by its new content: the order is read again
                 done.seen += 1

@@ -55,7 +55,7 @@ async def settled_files(folder: Path) -> list[FolderFile]:
                                   and (again[f.name].size, again[f.name].mtime_ns) == (f.size, f.mtime_ns))]
 
 
-def read_whole(path: Path) -> bytes:
+def read_whole(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     """The file's bytes, without following a link, if it is still a regular file of a sane size.
     Raises ValueError (the file cannot be used: recorded with the reason) or OSError."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -63,9 +63,9 @@ def read_whole(path: Path) -> bytes:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(f"{path.name} is not a regular file any more")
-        if info.st_size > MAX_FILE_BYTES:
-            raise ValueError(f"{path.name} is larger than {MAX_FILE_BYTES // 2**20} MB")
-        return handle.read(MAX_FILE_BYTES + 1)
+        if info.st_size > max_bytes:
+            raise ValueError(f"{path.name} is larger than {max_bytes // 2**20} MB")
+        return handle.read(max_bytes + 1)
 
 
 def sha256_of(data: bytes) -> str:
