@@ -16,6 +16,7 @@ from activities.posting import PostingActivities
 from activities.requests import RequestActivities
 from activities.resources import Resources
 from activities.schedules import ScheduleActivities
+from activities.sources import SourceActivities
 from activities.undo import UndoActivities
 from activities.weighing import WeighingActivities
 
@@ -23,6 +24,7 @@ from activities.weighing import WeighingActivities
 def activities_for(resources: Resources) -> list[Callable[..., Any]]:
     """The bound activity methods: the steps in order (and the redo's weigh_again), then the
     handover, decision, request, undo and schedule activities."""
+    sources = SourceActivities(resources)
     invoices = InvoiceActivities(resources)
     matching = MatchingActivities(resources)
     weighing = WeighingActivities(resources)
@@ -35,6 +37,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
     decisions = DecisionActivities(resources)
     requests = RequestActivities(resources)
     return [
+        sources.fetch_sources,
         invoices.fetch_invoices,
         extraction.extract_lines,
         matching.match_orders,

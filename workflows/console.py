@@ -10,7 +10,8 @@ from typing import Any
 from recon.domain import steps
 from recon.domain.models import Progress, RecordedDecision
 
-STEP_TITLES: dict[str, tuple[int, str]] = {s.name: (s.number, s.title) for s in steps.TABLE}
+STEP_TITLES: dict[str, tuple[int, str]] = {s.name: (s.number, s.title)
+                                          for s in (steps.FETCH_SOURCES, *steps.TABLE)}
 ANSWER = ("Answer with `recon approve RUN --handover N --decision resume|retry|undo` (signed with "
           "your approver key, RECON_APPROVER_KEY), or in the Web UI send the Update `decide` with "
           "the signed JSON `recon approve ... --print` prints: {\"decision\": \"resume\", "

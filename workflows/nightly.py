@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.matching import MatchingActivities
     from activities.messages import MessageActivities
     from activities.posting import PostingActivities
+    from activities.sources import SourceActivities
     from activities.weighing import WeighingActivities
     from recon.domain import steps
     from recon.domain.errors import UndoRequested
@@ -44,7 +45,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows import console, decisions, display
     from workflows.decisions import DecisionDesk
     from workflows.extraction import extract_all
-    from workflows.patches import REDO_WEIGHS_AGAIN, RESUME_RERUNS_STEP, SIGNED_DECISIONS, SIGNED_REQUESTS
+    from workflows.patches import (
+        REDO_WEIGHS_AGAIN,
+        RESUME_RERUNS_STEP,
+        SIGNED_DECISIONS,
+        SIGNED_REQUESTS,
+        SOURCES_FETCH,
+    )
     from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
     from workflows.requests import checked_signer, refuse_without_mandate
     from workflows.undo import undo_whole_run
@@ -205,6 +212,12 @@ class NightlyReconciliation:
             steps.COMPARE_QUANTITIES.name: WeighingActivities.compare_quantities,
             steps.FLAG_MISMATCHES.name: WeighingActivities.flag_mismatches,
         }
+        if workflow.patched(SOURCES_FETCH):
+            # Step 1 fetches what the sources hold before it fixes the night (its own name in
+            # the history and the progress: older histories have no such activity).
+            fetched = await self._step(steps.FETCH_SOURCES.name, lambda: self._act(
+                SourceActivities.fetch_sources, step_input, WRITE_TIMEOUT))
+            steps.record(p, steps.FETCH_SOURCES, fetched)
         for step in steps.READ_AND_COMPARE:
             if step is steps.EXTRACT_LINES:  # many activities in waves, not one
                 result = await self._step(step.name, lambda: extract_all(

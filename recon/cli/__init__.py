@@ -1,7 +1,7 @@
 """The `recon` command. Every command gives one clear line and a non-zero exit on bad input, a
 missing server or an unknown run; no traceback for a user mistake.
 
-One module per command group (stack, data, load, runs, decisions, undo, redo, approvers, mail,
+One module per command group (stack, data, load, sources, runs, decisions, undo, redo, approvers, mail,
 schedules, codec; `intake_report` prints what `import` read), the shared checks and the pool/client
 lifetimes in `common`. The commands are registered here, in the order `recon --help` lists them.
 """
@@ -24,6 +24,7 @@ from recon.cli import (
     redo,
     runs,
     schedules,
+    sources,
     stack,
     undo,
 )
@@ -41,6 +42,7 @@ app.command()(stack.sender)
 app.command()(data.seed)
 app.command("import")(data.import_)
 app.add_typer(load.app, name="load")
+app.add_typer(sources.app, name="source")
 app.command()(data.supplier)
 app.command()(runs.run)
 app.command()(runs.status)

@@ -128,9 +128,26 @@ def status(run_id: Annotated[str, typer.Argument(metavar="RUN")]) -> None:
 
     for line in asyncio.run(go()).lines():
         console.print(printable(line), markup=False, highlight=False)
+    _print_sources(wid)
     _print_delivery(wid)
     _print_outside_ledger(wid)
     console.print(_model_bill_line(wid), markup=False, highlight=False)
+
+
+def _print_sources(wid: str) -> None:
+    """What the night fetched from each source (recon/sources/report.py; skipped without Postgres)."""
+    from recon.sources.report import night_lines
+
+    async def go():
+        async with database() as pool:
+            return await night_lines(pool, wid)
+
+    try:
+        lines = asyncio.run(go())
+    except DatabaseUnavailable:
+        return
+    for line in lines:
+        console.print(printable(line), markup=False, highlight=False)
 
 
 def _print_outside_ledger(wid: str) -> None:

@@ -82,10 +82,24 @@ def _read_regular(path: Path) -> bytes:
         if info.st_size > MAX_FILE_BYTES:
             raise ImportProblem(f"{path.name} is larger than an invoice document can be")
         data = handle.read(MAX_FILE_BYTES + 1)
+    return checked_size(path.name, data)
+
+
+def checked_size(name: str, data: bytes) -> bytes:
+    """A PDF may be larger than a text document; neither larger than a document can be."""
     is_pdf = b"%PDF-" in data[:1024]
     if len(data) > (MAX_FILE_BYTES if is_pdf else MAX_DOCUMENT_CHARS * 4):
-        raise ImportProblem(f"{path.name} is larger than an invoice document can be")
+        raise ImportProblem(f"{name} is larger than an invoice document can be")
     return data
+
+
+async def take_file(conn: asyncpg.Connection, name: str, data: bytes, day: date,
+                    warehouse: str) -> IntakeResult:
+    """One file of a drop folder, on the caller's connection and inside its transaction (the
+    source records the file in the same one), by the rules of `recon import DIR`: an
+    ImportProblem is the file's refusal; a file refused alone comes back in `refused`."""
+    items = [Incoming(read_file(name, checked_size(name, data)), name, stem_of(name))]
+    return await store(conn, plan(items, await directory(conn, items), None), day, warehouse)
 
 
 async def import_directory(

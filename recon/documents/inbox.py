@@ -61,11 +61,12 @@ _SKIPPED_TYPES = ("application/pkcs7-signature", "application/pgp-signature", "t
 
 @dataclass
 class Message:
-    path: Path
+    name: str  # the Maildir file's name, or the source's name of the message (`INBOX uid 42`)
     message_id: str
     sender: str
     documents: list[Incoming] = field(default_factory=list)
     problem: str | None = None
+    path: Path | None = None  # the Maildir file, which is moved after the import commits
 
 
 @dataclass(frozen=True)
@@ -119,16 +120,35 @@ def _documents(msg: EmailMessage, message_id: str, short: str) -> list[Incoming]
 
 
 def read_message(path: Path) -> Message:
-    data = path.read_bytes()[:MAX_MESSAGE_BYTES + 1]
+    with path.open("rb") as handle:
+        data = handle.read(MAX_MESSAGE_BYTES + 1)
+    found = read_message_bytes(data, path.name)
+    found.path = path
+    return found
+
+
+def message_id_of(data: bytes) -> str:
+    """The message's `Message-ID`, or the SHA-256 of its bytes when it has none."""
+    try:
+        msg = email.message_from_bytes(data, policy=email.policy.default)
+        found = str(msg.get("Message-ID") or "").strip()
+    except (LookupError, ValueError):
+        found = ""
+    return found or "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def read_message_bytes(data: bytes, name: str) -> Message:
+    """One RFC 5322 message, from a Maildir file or an IMAP fetch alike: its documents, or why
+    it cannot be used on its own."""
     if len(data) > MAX_MESSAGE_BYTES:
-        return Message(path, "sha256:" + hashlib.sha256(data).hexdigest(), "",
+        return Message(name, "sha256:" + hashlib.sha256(data).hexdigest(), "",
                        problem="message larger than 25 MB")
     msg = email.message_from_bytes(data, policy=email.policy.default)
     assert isinstance(msg, EmailMessage)
     message_id = (str(msg.get("Message-ID") or "").strip()
                   or "sha256:" + hashlib.sha256(data).hexdigest())
     short = hashlib.sha256(message_id.encode()).hexdigest()[:8]
-    found = Message(path, message_id, parseaddr(str(msg.get("From") or ""))[1].lower())
+    found = Message(name, message_id, parseaddr(str(msg.get("From") or ""))[1].lower())
     try:
         found.documents = _documents(msg, message_id, short)
     except (LookupError, ValueError) as exc:  # a broken MIME part or charset
@@ -162,36 +182,49 @@ async def import_maildir(pool: asyncpg.Pool, folder: Path, business_date: str, w
         raise ImportProblem(f"{folder} is not a Maildir (no new/ or cur/ inside)")
     messages = [read_message(path) for path in _message_files(folder)]
     async with pool.acquire() as conn, conn.transaction():
-        seen = await known_messages(conn, [m.message_id for m in messages])
-        fresh, unique = [], set()
-        for m in messages:
-            if m.message_id not in seen and m.message_id not in unique:
-                unique.add(m.message_id)
-                fresh.append(m)
-        where = await directory(conn, [d for m in fresh for d in m.documents])
-        by_email = where.by_email
-        for m in fresh:
-            if m.problem:
-                continue
-            hint = by_email.get(m.sender)
-            for doc in m.documents:
-                doc.sender_hint = hint
-            m.problem = _message_problem(m, where, supplier)
-        usable = [m for m in fresh if not m.problem]
-        batch = plan([d for m in usable for d in m.documents], where, supplier,
-                     collapse_identical=True)
-        taken = await store(conn, batch, day, warehouse, replace)
-        await record_messages(conn, [
-            (m.message_id, day, warehouse, "unreadable" if m.problem else "imported",
-             m.problem or "", 0 if m.problem else len(m.documents), m.path.name) for m in fresh])
+        taken, fresh = await take_messages(conn, messages, day, warehouse, supplier, replace)
     for m in fresh:  # after the commit: the rows say what happened, the moves only tidy up
+        assert m.path is not None
         if m.problem:
             _file_away(folder, m.path)
         else:
             _mark_seen(m.path)
-    return InboxResult(intake=taken, messages=len(usable), already_seen=len(messages) - len(fresh),
-                       unreadable=[f"{m.path.name} ({m.message_id}): {m.problem}"
+    return InboxResult(intake=taken, messages=sum(1 for m in fresh if not m.problem),
+                       already_seen=len(messages) - len(fresh),
+                       unreadable=[f"{m.name} ({m.message_id}): {m.problem}"
                                    for m in fresh if m.problem])
+
+
+async def take_messages(conn: asyncpg.Connection, messages: list[Message], day: date,
+                        warehouse: str, supplier: str | None = None, replace: bool = False,
+                        ) -> tuple[IntakeResult, list[Message]]:
+    """Import messages on the caller's connection, inside the caller's transaction (a mailbox
+    source records its own row for each in the same one): the messages not dealt with before
+    (by Message-ID) are recorded, each imported or filed with its reason. Returns what was
+    stored and the fresh messages, their `problem` set for each filed one."""
+    seen = await known_messages(conn, [m.message_id for m in messages])
+    fresh, unique = [], set()
+    for m in messages:
+        if m.message_id not in seen and m.message_id not in unique:
+            unique.add(m.message_id)
+            fresh.append(m)
+    where = await directory(conn, [d for m in fresh for d in m.documents])
+    by_email = where.by_email
+    for m in fresh:
+        if m.problem:
+            continue
+        hint = by_email.get(m.sender)
+        for doc in m.documents:
+            doc.sender_hint = hint
+        m.problem = _message_problem(m, where, supplier)
+    usable = [m for m in fresh if not m.problem]
+    batch = plan([d for m in usable for d in m.documents], where, supplier,
+                 collapse_identical=True)
+    taken = await store(conn, batch, day, warehouse, replace)
+    await record_messages(conn, [
+        (m.message_id, day, warehouse, "unreadable" if m.problem else "imported",
+         m.problem or "", 0 if m.problem else len(m.documents), m.name) for m in fresh])
+    return taken, fresh
 
 
 def _message_problem(m: Message, where: Directory, fallback: str | None) -> str | None:

@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 from recon.documents import master_fields as f
 from recon.documents.master_csv import field, records, refusal
+from recon.documents.master_fields import DEFAULT_FORMATS
+from recon.domain.cell_formats import CellFormats
 from recon.domain.money import BASE_CURRENCY, amount
 
 SUPPLIER_COLUMNS = ("supplier_id", "name", "email")
@@ -105,18 +107,18 @@ def parse_suppliers(text: str, file: str) -> list[SupplierRow]:
     return rows
 
 
-def parse_orders(text: str, file: str) -> list[OrderLineRow]:
+def parse_orders(text: str, file: str, formats: CellFormats = DEFAULT_FORMATS) -> list[OrderLineRow]:
     rows: list[OrderLineRow] = []
     header_of: dict[str, OrderLineRow] = {}
     first_of: dict[tuple[str, str], int] = {}
     for line, r in records(text, file, ORDER_COLUMNS, ORDER_OPTIONAL):
-        paise, exact = field(file, line, "unit_price", f.unit_price, r["unit_price"])
+        paise, exact = field(file, line, "unit_price", f.priced, r["unit_price"], formats=formats)
         row = OrderLineRow(
             line,
             field(file, line, "po_number", f.code, r["po_number"]),
             field(file, line, "supplier_id", f.supplier_id, r["supplier_id"]),
             field(file, line, "warehouse", f.warehouse, r["warehouse"]),
-            field(file, line, "ordered_on", f.iso_date, r["ordered_on"]),
+            field(file, line, "ordered_on", f.dated, r["ordered_on"], formats=formats),
             field(file, line, "sku", f.code, r["sku"]),
             field(file, line, "description", f.text, r["description"]),
             field(file, line, "qty_ordered", f.whole_number, r["qty_ordered"], minimum=1),
@@ -164,7 +166,7 @@ def parse_conversions(text: str, file: str) -> list[ConversionRow]:
     return rows
 
 
-def parse_hsn_rates(text: str, file: str) -> list[HsnRateRow]:
+def parse_hsn_rates(text: str, file: str, formats: CellFormats = DEFAULT_FORMATS) -> list[HsnRateRow]:
     rows: list[HsnRateRow] = []
     first_of: dict[tuple[str, date], int] = {}
     for line, r in records(text, file, HSN_RATE_COLUMNS):
@@ -172,7 +174,7 @@ def parse_hsn_rates(text: str, file: str) -> list[HsnRateRow]:
             line,
             field(file, line, "hsn", f.hsn, r["hsn"]),
             field(file, line, "tax_rate", f.required_tax_rate, r["tax_rate"]),
-            field(file, line, "valid_from", f.iso_date, r["valid_from"]),
+            field(file, line, "valid_from", f.dated, r["valid_from"], formats=formats),
         )
         if (seen := first_of.setdefault((row.hsn, row.valid_from), line)) != line:
             raise refusal(file, line, "valid_from", f"HSN {row.hsn} from {row.valid_from} is "
@@ -181,7 +183,7 @@ def parse_hsn_rates(text: str, file: str) -> list[HsnRateRow]:
     return rows
 
 
-def parse_receipts(text: str, file: str) -> list[ReceiptRow]:
+def parse_receipts(text: str, file: str, formats: CellFormats = DEFAULT_FORMATS) -> list[ReceiptRow]:
     rows: list[ReceiptRow] = []
     first_of: dict[str, int] = {}
     for line, r in records(text, file, RECEIPT_COLUMNS):
@@ -192,7 +194,7 @@ def parse_receipts(text: str, file: str) -> list[ReceiptRow]:
             field(file, line, "sku", f.code, r["sku"]),
             field(file, line, "warehouse", f.warehouse, r["warehouse"]),
             field(file, line, "qty_received", f.whole_number, r["qty_received"], minimum=0),
-            field(file, line, "received_on", f.iso_date, r["received_on"]),
+            field(file, line, "received_on", f.dated, r["received_on"], formats=formats),
         )
         if (seen := first_of.setdefault(row.receipt_id, line)) != line:
             raise refusal(file, line, "receipt_id", f"{row.receipt_id} is also on line {seen}")

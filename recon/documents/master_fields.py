@@ -2,7 +2,8 @@
 returning the stored value or raising `BadField` with the reason a person can act on.
 
 Pure code: no I/O. The rules are the contract an ERP export fills (README, "Master data in"):
-ids are short codes without spaces, dates are ISO `YYYY-MM-DD`, quantities are whole numbers,
+ids are short codes without spaces, dates are ISO `YYYY-MM-DD` (or the format the load declares,
+recon/domain/cell_formats.py), quantities are whole numbers,
 prices are rupees with at most two decimals and become integer paise exactly (no floats ever
 touch them; a PO's unit price may state four, as EN 16931 prices do), units are UN/ECE Rec 20 or
 GST UQC codes (recon/domain/units.py), and a GSTIN carries a valid state code, PAN shape and check character.
@@ -15,6 +16,7 @@ from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
 from recon.domain import units
+from recon.domain.cell_formats import CellFormats
 from recon.domain.errors import BadField
 
 # Codes people and ERPs use for orders, lines and receipts (`PO/24-25/0001` is common in India).
@@ -35,6 +37,7 @@ _EMAIL = re.compile(
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+"
 )
 
+DEFAULT_FORMATS = CellFormats()
 MAX_INT = 2_147_483_647  # quantities are `integer` columns
 # A unit above ₹1 crore is not a wholesale line; the cap keeps qty x price inside bigint paise.
 MAX_UNIT_PRICE_PAISE = 1_000_000_000
@@ -82,6 +85,11 @@ def iso_date(value: str) -> date:
         except ValueError:
             pass
     raise BadField(f"must be a date YYYY-MM-DD, got {_shown(value)}")
+
+
+def dated(value: str, *, formats: CellFormats = DEFAULT_FORMATS) -> date:
+    """A date as the file declares it (ISO unless the load or the source says otherwise)."""
+    return iso_date(formats.iso_date(value))
 
 
 def whole_number(value: str, *, minimum: int) -> int:
@@ -136,6 +144,11 @@ def unit_price(value: str) -> tuple[int, Decimal | None]:
     if exact > MAX_UNIT_PRICE_PAISE:
         raise BadField(f"must be at most 10000000.00 rupees a unit, got {_shown(value)}")
     return paise, (None if exact == paise else units.plain(exact))
+
+
+def priced(value: str, *, formats: CellFormats = DEFAULT_FORMATS) -> tuple[int, Decimal | None]:
+    """A unit price as the file declares it (Indian grouping taken only when declared)."""
+    return unit_price(formats.plain_amount(value))
 
 
 def quantity_per(value: str) -> Decimal:

@@ -4,7 +4,10 @@ nothing per file.
 Each file is read whole and every row checked (recon/documents/master_data.py) before the
 database is touched; then, in one transaction under the master data lock, the rows are staged by
 COPY, checked against the books set-based, and written with one statement per table. The first
-line in error is refused (`file:line: field: why`) and nothing of the file is written. Loading a
+line in error is refused (`file:line: field: why`) and nothing of the file is written. A load
+may declare how the export writes dates and amounts (`--date-format`, `--amount-format`,
+recon/domain/cell_formats.py); suppliers and conversions hold neither and take the formats only
+so every loader is called alike. Loading a
 file again writes nothing and says so: the summary counts new, changed and unchanged rows.
 """
 
@@ -19,12 +22,14 @@ import asyncpg
 
 from recon.documents import master_data as md
 from recon.documents.master_csv import decode
+from recon.domain.cell_formats import CellFormats
 from recon.domain.errors import MasterDataRefused
 from recon.store import hsn_rates, orders, receipts, suppliers
 from recon.store import units as unit_store
 from recon.store.db import lock_master_data
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
+PLAIN_FORMATS = CellFormats()
 
 
 @dataclass(frozen=True)
@@ -66,13 +71,16 @@ def read_file(path: Path) -> bytes:
         return handle.read()
 
 
-def _text(path: Path) -> tuple[str, str]:
+def _text(path: Path, data: bytes | None = None) -> tuple[str, str]:
+    """The file's text; `data` when the caller read the file already (a source's fetch loads the
+    very bytes it hashed, whatever the file holds by now)."""
     name = str(path)
-    return decode(read_file(path), name), name
+    return decode(read_file(path) if data is None else data, name), name
 
 
-async def load_suppliers(pool: asyncpg.Pool, path: Path) -> LoadSummary:
-    text, name = _text(path)
+async def load_suppliers(pool: asyncpg.Pool, path: Path,
+                         formats: CellFormats = PLAIN_FORMATS, data: bytes | None = None) -> LoadSummary:
+    text, name = _text(path, data)
     rows = md.parse_suppliers(text, name)
     async with pool.acquire() as conn, conn.transaction():
         await lock_master_data(conn)
@@ -86,9 +94,10 @@ async def load_suppliers(pool: asyncpg.Pool, path: Path) -> LoadSummary:
                        len(rows) - written.new - written.changed)
 
 
-async def load_orders(pool: asyncpg.Pool, path: Path) -> LoadSummary:
-    text, name = _text(path)
-    rows = md.parse_orders(text, name)
+async def load_orders(pool: asyncpg.Pool, path: Path,
+                      formats: CellFormats = PLAIN_FORMATS, data: bytes | None = None) -> LoadSummary:
+    text, name = _text(path, data)
+    rows = md.parse_orders(text, name, formats)
     async with pool.acquire() as conn, conn.transaction():
         await lock_master_data(conn)
         await orders.stage(conn, rows)
@@ -104,9 +113,10 @@ async def load_orders(pool: asyncpg.Pool, path: Path) -> LoadSummary:
                        new_orders=written.new_orders)
 
 
-async def load_hsn_rates(pool: asyncpg.Pool, path: Path) -> LoadSummary:
-    text, name = _text(path)
-    rows = md.parse_hsn_rates(text, name)
+async def load_hsn_rates(pool: asyncpg.Pool, path: Path,
+                         formats: CellFormats = PLAIN_FORMATS, data: bytes | None = None) -> LoadSummary:
+    text, name = _text(path, data)
+    rows = md.parse_hsn_rates(text, name, formats)
     async with pool.acquire() as conn, conn.transaction():
         await lock_master_data(conn)
         await hsn_rates.stage(conn, rows)
@@ -114,9 +124,10 @@ async def load_hsn_rates(pool: asyncpg.Pool, path: Path) -> LoadSummary:
     return LoadSummary(name, "HSN rates", len(rows), new, changed, len(rows) - new - changed)
 
 
-async def load_receipts(pool: asyncpg.Pool, path: Path) -> LoadSummary:
-    text, name = _text(path)
-    rows = md.parse_receipts(text, name)
+async def load_receipts(pool: asyncpg.Pool, path: Path,
+                        formats: CellFormats = PLAIN_FORMATS, data: bytes | None = None) -> LoadSummary:
+    text, name = _text(path, data)
+    rows = md.parse_receipts(text, name, formats)
     async with pool.acquire() as conn, conn.transaction():
         await lock_master_data(conn)
         await receipts.stage(conn, rows)
@@ -131,10 +142,11 @@ async def load_receipts(pool: asyncpg.Pool, path: Path) -> LoadSummary:
     return LoadSummary(name, "receipts", len(rows), new, 0, len(rows) - new)
 
 
-async def load_conversions(pool: asyncpg.Pool, path: Path) -> LoadSummary:
+async def load_conversions(pool: asyncpg.Pool, path: Path,
+                           formats: CellFormats = PLAIN_FORMATS, data: bytes | None = None) -> LoadSummary:
     """A supplier's packings per SKU (`unit_conversions.csv`): new ones added, a changed `per` or
     base unit replaces the stored one (it applies to the lines nights match from then on)."""
-    text, name = _text(path)
+    text, name = _text(path, data)
     rows = md.parse_conversions(text, name)
     async with pool.acquire() as conn, conn.transaction():
         await lock_master_data(conn)

@@ -141,3 +141,33 @@ async def test_files_that_cannot_be_read(stack, tmp_path) -> None:
     assert _one_error_line(await _cli(env, "load", "suppliers", str(header))) == (
         f"error: {header}:1: header: unknown column 'supplier'; the columns are "
         "supplier_id,name,email[,gstin][,currency]")
+
+
+async def test_a_tally_export_loads_when_its_formats_are_declared(stack, pool, night, tmp_path) -> None:
+    """`--date-format DD-MM-YYYY --amount-format indian`: read exactly as declared; undeclared, the
+    same file is refused by line as before; a misgrouped amount names its line."""
+    _day, wh, _queue = night
+    env = stack.env()
+    suppliers = tmp_path / "suppliers.csv"
+    suppliers.write_text(f"supplier_id,name,email\nT-{wh},Tally Traders,ap@tally.example\n")
+    assert (await _cli(env, "load", "suppliers", str(suppliers))).returncode == 0
+    orders = tmp_path / "orders.csv"
+    head = "po_number,supplier_id,warehouse,ordered_on,sku,description,qty_ordered,unit_price\n"
+    orders.write_text(head + f"PO-{wh}-1,T-{wh},{wh},05-11-2026,SKU-1,Tractor part,2,145000.00\n")
+    undeclared = await _cli(env, "load", "orders", str(orders))
+    assert _one_error_line(undeclared) == (
+        f'error: {orders}:2: ordered_on: must be a date YYYY-MM-DD, got "05-11-2026"')
+    orders.write_text(head + f'PO-{wh}-1,T-{wh},{wh},05-11-2026,SKU-1,Tractor part,2,"1,45,000.00"\n')
+    declared = await _cli(env, "load", "orders", str(orders), "--date-format", "DD-MM-YYYY",
+                          "--amount-format", "indian")
+    assert declared.returncode == 0, declared.stderr
+    row = await pool.fetchrow("SELECT o.ordered_on::text AS day, l.unit_price_paise FROM purchase_orders o"
+                              " JOIN po_lines l USING (po_number) WHERE o.po_number = $1", f"PO-{wh}-1")
+    assert (row["day"], row["unit_price_paise"]) == ("2026-11-05", 14_500_000)
+    orders.write_text(head + f'PO-{wh}-2,T-{wh},{wh},05-11-2026,SKU-1,Tractor part,2,"14,5000.00"\n')
+    misgrouped = await _cli(env, "load", "orders", str(orders), "--date-format", "DD-MM-YYYY",
+                            "--amount-format", "indian")
+    assert _one_error_line(misgrouped).startswith(
+        f"error: {orders}:2: unit_price: must be rupees in Indian grouping like 1,45,000.00")
+    unknown = await _cli(env, "load", "orders", str(orders), "--date-format", "MM/DD/YY")
+    assert _one_error_line(unknown).startswith("error: --date-format takes YYYY-MM-DD, DD-MM-YYYY")

@@ -20,7 +20,7 @@ COMMANDS_PAGE = ROOT / "docs" / "commands.md"
 # The pages written for the people who run recon; each `recon X ...` in their code must exist.
 USER_PAGES = ["README.md", *(f"docs/{name}.md" for name in (
     "commands", "master-data", "formats", "books", "decisions", "undo", "schedules", "encryption",
-    "operations", "mail", "model-calls", "ledger"))]
+    "operations", "mail", "model-calls", "ledger", "sources"))]
 
 HEADING = re.compile(r"^#{2,3} `(recon(?: [a-z][a-z-]*)*)`\s*$", re.MULTILINE)
 INLINE_CODE = re.compile(r"`([^`\n]+)`")

@@ -4,7 +4,8 @@ Every import of the product counts, late ones inside functions included: a circl
 late import is still a circle. The rule, read as "may import":
 
 - `recon.domain`: nothing else of the product (pure rules, safe in workflow code);
-- `recon.store`, `recon.documents`, `recon.mail`, `recon.runtime`: each other and `domain`, never
+- `recon.store`, `recon.documents`, `recon.mail`, `recon.runtime`, `recon.sources`: each other and
+  `domain`, never
   `workflows`, `activities`, `worker`, `starter`, `ops`, `cli` or `tools`;
 - `workflows`: `recon.domain`, each other, and `activities` (by reference, for their names);
 - `activities`, `worker`, `starter`: anything but `ops`, `cli`, `tools` (and never `worker` or
@@ -68,7 +69,7 @@ def room_of(module: str) -> str:
     return parts[0]
 
 
-LOWER = {"recon.store", "recon.documents", "recon.mail", "recon.runtime"}
+LOWER = {"recon.store", "recon.documents", "recon.mail", "recon.runtime", "recon.sources"}
 ABOVE_LOWER = {"workflows", "activities", "worker", "starter", "recon.ops", "recon.cli", "recon.tools"}
 
 

@@ -27,7 +27,9 @@ def test_every_figure_a_step_sets_is_a_progress_field() -> None:
 
 def test_the_console_titles_every_step_from_the_table() -> None:
     assert STEP_TITLES["gate_before_debit_notes"] == (8, "checking the evidence before debit notes")
-    assert set(STEP_TITLES) == {s.name for s in steps.TABLE}
+    # Step 1's fetch from the sources runs before the table's steps (outside it: histories).
+    assert set(STEP_TITLES) == {s.name for s in steps.TABLE} | {steps.FETCH_SOURCES.name}
+    assert STEP_TITLES["fetch_sources"] == (1, "fetching from the sources")
 
 
 def test_a_result_sets_its_figures() -> None:

@@ -92,6 +92,11 @@ class StandIns:
             raise night.failures[name].pop(0)
 
     # ---------------------------------------------------------------- steps 1-6
+    @activity.defn(name="fetch_sources")
+    async def fetch_sources(self, step: StepInput) -> Count:
+        self._called("fetch_sources", step)
+        return Count(count=0)
+
     @activity.defn(name="fetch_invoices")
     async def fetch_invoices(self, step: StepInput) -> Count:
         self._called("fetch_invoices", step)
@@ -220,7 +225,7 @@ class StandIns:
 
     def activities(self) -> list:
         return [
-            self.fetch_invoices, self.extract_lines, self.match_orders, self.read_stock,
+            self.fetch_sources, self.fetch_invoices, self.extract_lines, self.match_orders, self.read_stock,
             self.compare_quantities, self.flag_mismatches, self.weigh_again,
             self.post_adjustments,
             self.update_stock, self.check_evidence, self.send_debit_notes, self.send_summary,

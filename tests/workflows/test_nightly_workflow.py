@@ -32,7 +32,7 @@ from tests.workflows.standins import (
 from workflows.nightly import NightlyReconciliation
 from workflows.undo import UndoReconciliation
 
-READS = STEPS[:6]
+READS = ["fetch_sources", *STEPS[:6]]  # step 1 fetches from the sources first
 NOTES = ["send_debit_notes", "send_summary"]
 
 
@@ -72,10 +72,11 @@ async def test_a_clean_night_runs_the_ten_steps_in_order(temporal_only: Client) 
         progress = await handle.query(NightlyReconciliation.progress)  # a worker answers queries
         calls = night.standins.calls
     assert summary.status == "Completed"
-    assert [c for c in calls if c != "check_evidence"] == STEPS
+    # Step 1 fetches from the sources before it fixes the night (workflows/patches.py SOURCES_FETCH).
+    assert [c for c in calls if c != "check_evidence"] == ["fetch_sources", *STEPS]
     assert calls.index("check_evidence") == calls.index("send_debit_notes") - 1, \
         "the gate looks at the evidence right before the notes"
-    assert progress.steps_done == STEPS
+    assert progress.steps_done == ["fetch_sources", *STEPS]
     assert (progress.status, progress.current_step, progress.handovers) == ("Completed", None, 0)
     assert (progress.invoices, progress.mismatches, progress.ledger_posted) == (3, MISMATCHES, MISMATCHES)
     assert await _search_status(handle) == "Completed"
@@ -222,7 +223,7 @@ async def test_the_gate_holds_the_notes_until_a_person_resumes(temporal_only: Cl
         await handle.execute_update(NightlyReconciliation.decide, _decide("resume"))
         assert (await handle.result()).status == "Completed"
         calls = night.standins.calls
-    assert calls[6:] == ["post_adjustments", "update_stock", "check_evidence", "record_handover",
+    assert calls[7:] == ["post_adjustments", "update_stock", "check_evidence", "record_handover",
                          "record_decision", *NOTES], "resume at the gate sends the notes"
 
 
@@ -234,7 +235,7 @@ async def test_retry_at_the_gate_looks_at_the_evidence_again(temporal_only: Clie
         await handle.execute_update(NightlyReconciliation.decide, _decide("retry"))
         assert (await handle.result()).status == "Completed"
         calls = night.standins.calls
-    assert calls[8:] == ["check_evidence", "record_handover", "record_decision", "check_evidence",
+    assert calls[9:] == ["check_evidence", "record_handover", "record_decision", "check_evidence",
                          *NOTES]
 
 
@@ -246,7 +247,7 @@ async def test_an_unverified_ledger_is_posted_again_before_any_note(temporal_onl
         await handle.execute_update(NightlyReconciliation.decide, _decide("resume"))
         assert (await handle.result()).status == "Completed"
         calls = night.standins.calls
-    assert calls[6:] == [
+    assert calls[7:] == [
         "post_adjustments", "update_stock", "check_evidence", "record_handover", "record_decision",
         "post_adjustments", "update_stock", "check_evidence", *NOTES,
     ], "notes never go out on an unverified ledger, whatever the decision"
@@ -288,8 +289,8 @@ async def test_going_on_without_named_invoices_parks_them_first(temporal_only: C
             "resume", park=["INV-7", "INV-9"], note="supplier disputes these"))
         assert (await handle.result()).status == "Completed"
         calls = night.standins.calls
-    assert calls[6:10] == ["post_adjustments", "record_handover", "park_invoices", "record_decision"]
-    assert calls[10] == "post_adjustments", "parking is explicit, and the step still runs again"
+    assert calls[7:11] == ["post_adjustments", "record_handover", "park_invoices", "record_decision"]
+    assert calls[11] == "post_adjustments", "parking is explicit, and the step still runs again"
     parked = night.standins.inputs["park_invoices"][0]
     assert (parked.workflow_id, parked.handover_no, parked.invoices, parked.by, parked.reason) == \
         (handle.id, 1, ["INV-7", "INV-9"], "asha", "supplier disputes these")
