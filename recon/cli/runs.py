@@ -39,6 +39,7 @@ def run(
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
     from recon.domain.keys import workflow_id_for
+    from recon.store import sources
     from recon.store.held_lines import open_holds_before
     from recon.store.invoices import invoices_waiting
     from starter import start_night
@@ -51,11 +52,14 @@ def run(
             have = await invoices_waiting(pool, date.fromisoformat(day), wh)
             held = 0 if have else await open_holds_before(
                 pool, workflow_id_for(day, wh), wh, date.fromisoformat(day))
-        if not have and not held:
+            # A warehouse with sources fetches its night's invoices in step 1 (docs/sources.md).
+            fetched = bool(have or held) or bool(await sources.for_warehouse(pool, wh))
+        if not fetched:
             # A quiet night still runs when earlier nights hold lines it must weigh (issue 38).
-            raise Refused(f"nothing to reconcile for {day} at {wh}: no invoices for the night and "
-                          f"no held lines waiting; `recon import FOLDER --date {day} --warehouse "
-                          f"{wh}` brings the night's invoices")
+            raise Refused(f"nothing to reconcile for {day} at {wh}: no invoices for the night, "
+                          f"no held lines waiting and no sources; `recon import FOLDER --date "
+                          f"{day} --warehouse {wh}` brings the night's invoices, `recon source "
+                          f"add {wh} URL` a mailbox or folder each night fetches")
         client = await temporal()
         try:
             handle = await start_night(client, settings, day, wh, invoices=have)

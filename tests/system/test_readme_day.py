@@ -26,11 +26,11 @@ pytestmark = pytest.mark.slow
 DEV = "uv run recon dev"
 
 
-def day_of_use() -> list[str]:
-    """The command lines of the README's "A day of use" block, comments removed."""
+def day_of_use(title: str = "## A day of use") -> list[str]:
+    """The command lines of the README's sh block under `title`, comments removed."""
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"## A day of use\n\n```sh\n(.*?)```", text, re.S)
-    assert block, "README.md has no 'A day of use' sh block"
+    block = re.search(re.escape(title) + r"\n\n(?:(?:(?!```|\n#).)*?\n\n)?```sh\n(.*?)```", text, re.S)
+    assert block, f"README.md has no sh block under {title!r}"
     lines = [re.sub(r"\s+#\s.*$", "", line).strip() for line in block.group(1).splitlines()]
     return [line for line in lines if line]
 
@@ -102,3 +102,36 @@ def test_the_readme_day_of_use_works_line_by_line(place: Path) -> None:
         "was decided: resume by asha" in after, after
     undo = next(n for n, line in numbered.items() if line.startswith("uv run recon undo"))
     assert "1 ledger reversals (₹600 reversed)" in said(undo)
+
+
+def test_the_readme_unattended_night_from_the_dev_mailbox(place: Path) -> None:
+    """The README's mailbox variant: `recon dev` serves the example invoices as mails; two sources
+    configured, one `recon run`, and the night fetches, loads and posts the ₹600 by itself. The
+    mailbox's port and the password file's folder are the ones this `recon dev` chose."""
+    lines = day_of_use("### The same night, unattended, from a mailbox")
+    assert lines[0] == DEV, lines[0]
+    home = place / "home"
+    home.mkdir()
+    env = _env(home)
+    dev = _start_dev(home, env)
+    try:
+        served = re.search(r"IMAP +imap://ap@127\.0\.0\.1:(\d+)/INBOX",
+                           (place / "dev.log").read_text())
+        assert served, (place / "dev.log").read_text()
+        script = ["set -u"]
+        for n, line in enumerate(lines[1:], 1):
+            line = line.replace("127.0.0.1:1143", f"127.0.0.1:{served.group(1)}").replace(
+                ".recon/", "$RECON_HOME/")
+            script += [f"echo '@@LINE {n}'", line, f"echo \"@@EXIT {n} $?\""]
+        done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+    finally:
+        os.killpg(dev.pid, signal.SIGTERM)
+        dev.wait(60)
+    out = done.stdout
+    exits = {int(n): int(code) for n, code in re.findall(r"@@EXIT (\d+) (\d+)", out)}
+    assert exits == dict.fromkeys(range(1, len(lines)), 0), (out[-4000:], done.stderr[-4000:])
+    assert "3 messages (3 unseen)" in out and "nothing changed" in out, out
+    assert "net ₹600" in out, out
+    assert re.search(r"from source 1 \(imap://ap@127\.0\.0\.1:\d+/INBOX\): 3 imported", out), out
+    assert "from source 2 (erp:" in out and "3 file(s) loaded" in out, out
