@@ -21,3 +21,8 @@ ALTER TABLE invoice_fingerprints RENAME COLUMN invoice_date TO billed_night;
 -- ad valorem one (`CesRt` on the assessable value, `cess_paise`): it does not grow with the price,
 -- so a claim takes it by units, never by value (docs/books.md "Tax").
 ALTER TABLE invoice_lines ADD COLUMN cess_specific_paise bigint;
+
+-- Working tables sample small, as every column of them does (docs/design.md §8).
+ALTER TABLE line_matches ALTER COLUMN issued_on SET STATISTICS 10;
+ALTER TABLE held_lines ALTER COLUMN issued_on SET STATISTICS 10;
+ALTER TABLE invoice_lines ALTER COLUMN cess_specific_paise SET STATISTICS 10;
