@@ -14,6 +14,7 @@ base still catches it. A refusal is never a reason `classify` retries: it is not
 from __future__ import annotations
 
 import asyncio
+import http.client
 from datetime import timedelta
 from typing import Any
 
@@ -201,6 +202,10 @@ def classify(exc: BaseException) -> str:
         return "temporary"
     if isinstance(exc, OSError):
         return "temporary"
+    if isinstance(exc, http.client.HTTPException):
+        # The answer did not arrive whole (a body cut mid-response, a bad status line): whoever
+        # asked resends under the same key; the outside ledgers wrap it (recon/ledger/wire.py).
+        return "temporary"
     if _is_temporary_model_error(exc) or _is_temporal_unreachable(exc):
         return "temporary"
     return "unknown"
@@ -218,6 +223,8 @@ def outage_in_words(exc: BaseException) -> str:
         return f"model provider answering {status}" if status else "model provider unreachable"
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):  # an OSError too: ask first
         return "timed out"
+    if isinstance(exc, http.client.HTTPException):
+        return "a connection cut mid-answer"
     if isinstance(exc, (*TEMPORARY_PG, OSError)):
         return "database unreachable"
     return "temporary errors"

@@ -11,8 +11,9 @@ An undo cancels a move Tryton's way, with its `account.move.cancel` wizard (reve
 credit swapped, posted, reconciled), the cancelling move described `undo:{key}`.
 
 What Tryton refuses (a closed period, an unknown account, no period for the date) becomes a
-`LedgerRefused` carrying Tryton's own words; an unreachable or restarting Tryton is an OSError,
-temporary, retried through the outage window.
+`LedgerRefused` carrying Tryton's own words; an unreachable or restarting Tryton, a reset
+connection, an answer cut mid-body or a proxy's 502 is `TrytonUnavailable` (recon/ledger/wire.py),
+temporary, retried through the outage window under the same key.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import urllib.error
 import urllib.request
 from datetime import date
 from decimal import Decimal
@@ -28,12 +28,13 @@ from typing import Any
 
 from recon.domain.money import BASE_CURRENCY, amount
 from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused, LedgerSettingsRefused
+from recon.ledger.wire import LedgerUnavailable, exchange
 
 TIMEOUT_SECONDS = 30.0
 
 
-class TrytonUnavailable(ConnectionError):
-    """Tryton answered 5xx/429 or not at all: temporary."""
+class TrytonUnavailable(LedgerUnavailable):
+    """Tryton answered 5xx/429 or no whole answer at all: temporary (recon/ledger/wire.py)."""
 
     outage_words = "Tryton unreachable"
 
@@ -108,21 +109,21 @@ class TrytonLedger:
                                          headers={"Content-Type": "application/json"})
         if auth:
             request.add_header("Authorization", auth)
+        status, raw = exchange(request, TIMEOUT_SECONDS, f"Tryton at {self.url} ({method})",
+                               TrytonUnavailable)
+        if status in (401, 403):
+            raise PermissionError(f"Tryton refused the session ({status})")
+        if status == 404:
+            raise LedgerSettingsRefused(f"Tryton has no database at {self.url}")
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                answer = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code in (401, 403):
-                raise PermissionError(f"Tryton refused the session ({exc.code})") from None
-            if exc.code == 404:
-                raise LedgerSettingsRefused(f"Tryton has no database at {self.url}") from None
-            raise TrytonUnavailable(f"Tryton answered {exc.code} to {method}") from None
-        except urllib.error.URLError as exc:
-            raise TrytonUnavailable(f"Tryton at {self.url} unreachable: {exc.reason}") from None
-        except (TimeoutError, ConnectionError) as exc:
-            raise TrytonUnavailable(f"Tryton at {self.url}: {exc}") from None
-        if "error" in answer and answer["error"]:
+            answer = json.loads(raw)
+        except ValueError:
+            raise LedgerRefused(f"Tryton answered {method} ({status}) with no JSON-RPC: "
+                                f"{raw[:200].decode(errors='replace')}") from None
+        if isinstance(answer, dict) and answer.get("error"):
             raise LedgerRefused(f"Tryton refused {method}: {_words(answer['error'])}")
+        if status >= 400 or not isinstance(answer, dict):
+            raise LedgerRefused(f"Tryton answered {method} with {status}: {str(answer)[:200]}")
         return _decode(answer.get("result"))
 
     async def _call(self, method: str, *params: Any) -> Any:
