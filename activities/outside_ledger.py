@@ -44,7 +44,8 @@ def _entry(workflow_id: str, row: asyncpg.Record) -> Entry:
                  line_no=row["line_no"], memo=row["memo"] or "",
                  business_date=_business_date(workflow_id, row["posted_on"]),
                  reverses=row["reverses"], taxable_paise=row["taxable_paise"], taxes=taxes,
-                 currency=row["currency"])
+                 currency=row["currency"], supplier_name=row["supplier_name"] or "",
+                 supplier_gstin=row["supplier_gstin"])
 
 
 def _disagreement(ledger: OutsideLedger, entry: Entry, found) -> LedgerDisagrees:

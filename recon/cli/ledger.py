@@ -62,7 +62,9 @@ def init(
         raise Refused(f"trytond-admin failed: {words[-1] if words else exc}") from None
     write_config(directory, port)
     settings = {"RECON_LEDGER": "tryton", "RECON_LEDGER_URL": f"http://127.0.0.1:{port}/{DATABASE}",
-                "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password")}
+                "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password"),
+                # a new Tryton holds none of recon's suppliers: each gets a party on first use
+                "RECON_LEDGER_CREATE_PARTIES": "true"}
     for line in made:
         console.print(line, markup=False, highlight=False)
     command = " ".join(server_command(directory))

@@ -37,6 +37,26 @@ def tax_accounts(text: str) -> dict[str, str]:
     return pairs
 
 
+PARTY_BY = ("code", "tax_identifier")
+
+
+def party_by(text: str) -> str:
+    """RECON_LEDGER_PARTY_BY: which field of a Tryton party names a recon supplier."""
+    value = (text or "").strip().lower()
+    if value not in PARTY_BY:
+        raise LedgerSettingsRefused(
+            f"RECON_LEDGER_PARTY_BY must be one of {', '.join(PARTY_BY)}, got {text!r}")
+    return value
+
+
+def create_parties(text: str) -> bool:
+    """RECON_LEDGER_CREATE_PARTIES: `true` or `false`, nothing else (a typo must not create)."""
+    value = (text or "").strip().lower()
+    if value not in ("true", "false"):
+        raise LedgerSettingsRefused(f"RECON_LEDGER_CREATE_PARTIES must be true or false, got {text!r}")
+    return value == "true"
+
+
 def outside_ledger(settings) -> OutsideLedger | None:
     """The outside ledger the settings name, or None for the built-in one."""
     kind = settings.ledger
@@ -53,7 +73,9 @@ def outside_ledger(settings) -> OutsideLedger | None:
         return TrytonLedger(settings.ledger_url, settings.ledger_user, secret or "",
                             payable=settings.ledger_payable, variance=settings.ledger_variance,
                             journal=settings.ledger_journal,
-                            taxes=tax_accounts(settings.ledger_tax_accounts))
+                            taxes=tax_accounts(settings.ledger_tax_accounts),
+                            party_by=party_by(settings.ledger_party_by),
+                            create_parties=create_parties(settings.ledger_create_parties))
     from recon.ledger.keyed_http import KeyedHttpLedger
 
     return KeyedHttpLedger(settings.ledger_url, secret)

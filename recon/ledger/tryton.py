@@ -90,11 +90,13 @@ class TrytonLedger:
     looks_up = True
 
     def __init__(self, url: str, user: str, password: str, *, payable: str, variance: str,
-                 journal: str, taxes: dict[str, str] | None = None) -> None:
+                 journal: str, taxes: dict[str, str] | None = None, party_by: str = "code",
+                 create_parties: bool = False) -> None:
         self.url = url.rstrip("/") + "/rpc/"
         self.user, self.password = user, password
         self.codes = {"payable": payable, "variance": variance, "journal": journal}
         self.tax_codes = taxes or {}
+        self.party_by, self.create_parties = party_by, create_parties
         self._auth: str | None = None
         self._context: dict = {}
         self._ids: dict[str, int] = {}
@@ -190,20 +192,62 @@ class TrytonLedger:
             self._ids[what] = found[0]
         return self._ids[what]
 
-    async def _party(self, supplier_id: str) -> int:
+    def _party_clause(self, supplier_id: str, name: str, gstin: str | None) -> tuple[list, str]:
+        """The search for the supplier's own party (RECON_LEDGER_PARTY_BY), and its words."""
+        who = f"supplier {supplier_id}" + (f" ({name})" if name else "")
+        if self.party_by == "tax_identifier":
+            if not gstin:
+                raise LedgerRefused(f"{who}: recon's suppliers table holds no GSTIN to find its "
+                                    "Tryton party by (RECON_LEDGER_PARTY_BY=tax_identifier)")
+            return [("tax_identifier.code", "=", gstin)], f"{who}: no Tryton party with tax " \
+                f"identifier {gstin}"
+        return [("code", "=", supplier_id)], f"{who}: no Tryton party with code {supplier_id}"
+
+    async def party_of(self, supplier_id: str, name: str = "",
+                       gstin: str | None = None) -> dict | None:
+        """The Tryton party the accountant keeps for this supplier ({id, name, code}), found by
+        RECON_LEDGER_PARTY_BY, or None. Two parties for one supplier is refused: recon would
+        have to guess which payable the accountant reconciles."""
+        clause, missing = self._party_clause(supplier_id, name, gstin)
+        found = await self._call("model.party.party.search_read", clause, 0, 2, None,
+                                 ["name", "code"])
+        if len(found) > 1:
+            ids = ", ".join(str(p["id"]) for p in found)
+            raise LedgerRefused(missing.replace(": no Tryton party", ": more than one Tryton party")
+                                + f" (ids {ids}); keep one, or merge them")
+        return found[0] if found else None
+
+    async def _party(self, entry: Entry) -> int:
+        """The supplier's party: the accountant's own (`party_of`). None there is a refusal naming
+        the supplier (the night hands over; once the accountant adds the party, a retry posts),
+        unless RECON_LEDGER_CREATE_PARTIES=true (a dev or test Tryton with no suppliers of its
+        own), when a party named by the supplier id is found or made."""
+        supplier_id = entry.supplier_id
         if supplier_id not in self._parties:
-            found = await self._call("model.party.party.search", [("name", "=", supplier_id)],
-                                     0, 1, None)
-            if not found:
-                try:
-                    found = await self._call("model.party.party.create", [{"name": supplier_id}])
-                except LedgerRefused:  # another worker made it meanwhile: take that one
-                    found = await self._call("model.party.party.search",
-                                             [("name", "=", supplier_id)], 0, 1, None)
-                    if not found:
-                        raise
-            self._parties[supplier_id] = found[0]
+            party = await self.party_of(supplier_id, entry.supplier_name, entry.supplier_gstin)
+            if party is not None:
+                self._parties[supplier_id] = party["id"]
+            elif not self.create_parties:
+                _, missing = self._party_clause(supplier_id, entry.supplier_name,
+                                                entry.supplier_gstin)
+                raise LedgerRefused(f"{missing}; add the party in Tryton (or set "
+                                    "RECON_LEDGER_PARTY_BY), then retry the night")
+            else:
+                self._parties[supplier_id] = await self._party_by_name(supplier_id)
         return self._parties[supplier_id]
+
+    async def _party_by_name(self, supplier_id: str) -> int:
+        found = await self._call("model.party.party.search", [("name", "=", supplier_id)],
+                                 0, 1, None)
+        if not found:
+            try:
+                found = await self._call("model.party.party.create", [{"name": supplier_id}])
+            except LedgerRefused:  # another worker made it meanwhile: take that one
+                found = await self._call("model.party.party.search",
+                                         [("name", "=", supplier_id)], 0, 1, None)
+                if not found:
+                    raise
+        return found[0]
 
     # ------------------------------------------------------------------ the port
     async def _moves(self, keys: list[str]) -> list[dict]:
@@ -291,7 +335,7 @@ class TrytonLedger:
                 f"books in ₹ and recon assumes no exchange rate; post it by hand at the rate of "
                 f"the day")
         await self._prepare()
-        party = await self._party(entry.supplier_id)
+        party = await self._party(entry)
         period = await self._period(entry.business_date)
         # The payable takes the whole claim; the variance its taxable value and each tax part
         # its own account (the input tax the claim takes back), all on the other side.

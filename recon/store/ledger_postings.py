@@ -46,10 +46,12 @@ async def enqueue_reversals(conn: asyncpg.Connection, workflow_id: str, referenc
 _PENDING = """
 SELECT l.reference, l.amount_paise, l.supplier_id, l.invoice_no, l.line_no, l.memo, l.reverses,
        l.posted_at::date AS posted_on, o.outside_id AS original_id, l.taxable_paise, l.cgst_paise,
-       l.sgst_paise, l.igst_paise, l.cess_paise, l.vat_paise, l.currency
+       l.sgst_paise, l.igst_paise, l.cess_paise, l.vat_paise, l.currency,
+       s.name AS supplier_name, s.gstin AS supplier_gstin
 FROM ledger_postings p
 JOIN ledger_entries l ON l.reference = p.reference
 LEFT JOIN ledger_postings o ON o.reference = l.reverses
+LEFT JOIN suppliers s ON s.supplier_id = l.supplier_id
 WHERE p.workflow_id = $1 AND p.state IN ('waiting', 'failed')
   AND ($2::text IS NULL OR l.supplier_id = $2)
   AND (l.reverses IS NOT NULL) = $3
@@ -82,8 +84,10 @@ async def mark(conn: asyncpg.Connection, reference: str, state: str, outside_id:
 _TO_VERIFY = """
 SELECT p.reference, p.outside_id, l.amount_paise, l.supplier_id, l.invoice_no, l.line_no, l.memo,
        l.reverses, l.posted_at::date AS posted_on, l.taxable_paise, l.cgst_paise, l.sgst_paise,
-       l.igst_paise, l.cess_paise, l.vat_paise, l.currency
+       l.igst_paise, l.cess_paise, l.vat_paise, l.currency, s.name AS supplier_name,
+       s.gstin AS supplier_gstin
 FROM ledger_postings p JOIN live_ledger_entries l ON l.reference = p.reference
+LEFT JOIN suppliers s ON s.supplier_id = l.supplier_id
 WHERE p.workflow_id = $1 AND ($2::text IS NULL OR l.supplier_id = $2)
 ORDER BY p.reference
 """
@@ -117,3 +121,8 @@ async def states_of(conn: asyncpg.Connection | asyncpg.Pool,
         "SELECT reference, ledger, state, outside_id, words FROM ledger_postings"
         " WHERE reference = ANY($1::text[])", references)
     return {r["reference"]: r for r in rows}
+
+
+async def suppliers(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
+    """(supplier_id, name, gstin) of every supplier: what `recon ledger check` maps to parties."""
+    return await conn.fetch("SELECT supplier_id, name, gstin FROM suppliers ORDER BY supplier_id")

@@ -29,7 +29,7 @@ _runs = itertools.count(1)
 
 def _ledger(tryton: TrytonServer) -> TrytonLedger:
     return TrytonLedger(tryton.url, "admin", ADMIN_PASSWORD, payable="AP", variance="PPV",
-                        journal="EXP")
+                        journal="EXP", create_parties=True)
 
 
 async def _owed(pool: asyncpg.Pool, n: int):

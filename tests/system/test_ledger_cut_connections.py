@@ -1,0 +1,112 @@
+"""A cut connection is temporary for both outside ledgers (recon/ledger/wire.py): a body cut
+mid-response, a connection reset after the request landed, and a proxy's 502s for a while, each
+put between step 7 and a real Tryton or the key server by a loopback proxy
+(tests/fakes/http_faults.py). Each is ridden out under the same key: every key once, posted, no
+handover. Before the rule, a cut body was `unknown` and the night handed over."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import asyncpg
+import pytest
+from temporalio.client import Client
+
+from recon.ledger.tryton_setup import DATABASE
+from recon.tools.seed import seed_night
+from tests.fakes.http_faults import FaultyProxy
+from tests.fakes.key_ledger import KeyLedger
+from tests.helpers import inprocess_worker, settings_for, start
+from tests.tryton import TrytonServer
+
+pytestmark = pytest.mark.slow
+
+FAULTS = ("cut", "reset", "502")
+BURST_SECONDS = 15.0  # how long the proxy answers 502 to everything
+
+
+async def _live_entries(pool: asyncpg.Pool, wf: str) -> dict[str, int]:
+    return {r["reference"]: r["amount_paise"] for r in await pool.fetch(
+        "SELECT reference, amount_paise FROM live_ledger_entries WHERE workflow_id = $1", wf)}
+
+
+async def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await asyncio.to_thread(predicate):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def _ride_out(pool, client, settings, day, warehouse, proxy, fault, started) -> tuple[str, float]:
+    """Run the night; plan the fault once `started()` (the first entries landed); return the run's
+    id and the seconds from the fault's start to the night's end."""
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        await _wait(started, 120, "the first entries in the ledger")
+        began = time.monotonic()
+        if fault == "502":
+            proxy.fail("502", seconds=BURST_SECONDS)
+        else:  # the request lands, its answer does not: each kind of call once or twice
+            for call, times in ((b"account.move.create", 2), (b"account.move.post", 1),
+                                (b"search_read", 1), (b'"key"', 3)):
+                proxy.fail(fault, times=times, when=call)
+        await asyncio.wait_for(handle.result(), 240)
+        took = time.monotonic() - began
+    assert not await pool.fetchval("SELECT count(*) FROM handovers WHERE workflow_id = $1",
+                                   handle.id), "a cut connection must not hand the night over"
+    states = await pool.fetch("SELECT state FROM ledger_postings WHERE workflow_id = $1", handle.id)
+    assert states and {s["state"] for s in states} == {"verified"}
+    print(f"\n{settings.ledger}: {fault} ridden out in {took:.1f} s "
+          f"({proxy.count(fault)} faulty answers)")
+    return handle.id, took
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_cut_connection_to_tryton_is_ridden_out_each_key_once(
+    pool: asyncpg.Pool, client: Client, night, tryton: TrytonServer, fault: str
+) -> None:
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=60, mismatches=12)
+    proxy = FaultyProxy(tryton.port).start()
+    env = tryton.env()
+    settings = settings_for(queue, ledger="tryton", ledger_url=f"http://127.0.0.1:{proxy.port}/{DATABASE}",
+                            ledger_secret_file=env["RECON_LEDGER_SECRET_FILE"],
+                            ledger_create_parties=env["RECON_LEDGER_CREATE_PARTIES"].lower())
+    try:
+        wf, _ = await _ride_out(pool, client, settings, day, warehouse, proxy, fault,
+                                lambda: len(tryton.moves()) >= 2)
+    finally:
+        proxy.stop()
+    held: dict[str, list[int]] = {}
+    for move in tryton.moves():
+        assert move["state"] == "posted", move
+        held.setdefault(move["description"], []).append(move["paise"])
+    assert held == {key: [paise] for key, paise in (await _live_entries(pool, wf)).items()}
+    if fault == "502":
+        assert proxy.count("502") >= 2
+    else:  # the create, the post and a look-up each lost their answer at least once
+        assert proxy.count(fault) >= 3
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_a_cut_connection_to_the_key_server_is_ridden_out_each_key_once(
+    pool: asyncpg.Pool, client: Client, night, fault: str
+) -> None:
+    key_ledger = KeyLedger(token="ledger-token-123456").start()
+    proxy = FaultyProxy(key_ledger.server.server_address[1]).start()
+    try:
+        day, warehouse, queue = night
+        await seed_night(pool, day, warehouse, invoices=60, mismatches=12)
+        settings = settings_for(queue, ledger="http", ledger_url=f"http://127.0.0.1:{proxy.port}",
+                                ledger_secret="ledger-token-123456")
+        wf, _ = await _ride_out(pool, client, settings, day, warehouse, proxy, fault,
+                                lambda: len(key_ledger.entries) >= 2)
+    finally:
+        proxy.stop()
+        key_ledger.stop()
+    live = await _live_entries(pool, wf)
+    assert {k: v["amount_minor"] for k, v in key_ledger.entries.items()} == live
+    assert proxy.count(fault) >= (2 if fault == "502" else 3)
