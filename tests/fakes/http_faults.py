@@ -11,8 +11,9 @@ then a fault planned for it is applied:
 - `502`: the request is not forwarded; the proxy answers 502 Bad Gateway, as nginx does while
   the server behind it is away.
 A fault applies to the next `times` requests whose body contains `when` (b"" matches all), or to
-every matching request until `seconds` have passed. `seen` records (fault or "pass", first bytes of
-the body) for each request.
+every matching request for `seconds` from the first one it hits (so a test can plan it before the
+client starts talking). `seen` records (fault or "pass", the end of the request) for each request,
+`first_fault_at` when a fault first hit (time.monotonic()).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class Fault:
     kind: str  # "cut", "reset" or "502"
     when: bytes = b""
     times: int = 0  # > 0: this many matching requests
-    until: float = 0.0  # > 0: every matching request until this monotonic time
+    seconds: float = 0.0  # > 0: every matching request for this long from the first one
+    until: float = 0.0  # set at the first hit of a `seconds` fault
     cut_after: int = 20
 
 
@@ -44,6 +46,7 @@ class FaultyProxy:
     seen: list[tuple[str, bytes]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
+    first_fault_at: float | None = None
     _listener: socket.socket | None = None
 
     def start(self) -> FaultyProxy:
@@ -60,9 +63,8 @@ class FaultyProxy:
     def fail(self, kind: str, *, times: int = 0, seconds: float = 0.0, when: bytes = b"",
              cut_after: int = 20) -> None:
         """Plan a fault: for the next `times` matching requests, or for `seconds` from now."""
-        until = time.monotonic() + seconds if seconds else 0.0
         with self.lock:
-            self.faults.append(Fault(kind, when, times, until, cut_after))
+            self.faults.append(Fault(kind, when, times, seconds, 0.0, cut_after))
 
     def count(self, kind: str) -> int:
         return sum(1 for k, _ in self.seen if k == kind)
@@ -75,9 +77,13 @@ class FaultyProxy:
                     continue
                 if fault.times > 0:
                     fault.times -= 1
-                    return fault
-                if fault.until > now:
-                    return fault
+                elif fault.seconds and not fault.until:
+                    fault.until = now + fault.seconds
+                elif not fault.until > now:
+                    continue
+                if self.first_fault_at is None:
+                    self.first_fault_at = now
+                return fault
             return None
 
     def _accept(self) -> None:
