@@ -193,7 +193,8 @@ class TrytonLedger:
         return self._ids[what]
 
     def _party_clause(self, supplier_id: str, name: str, gstin: str | None) -> tuple[list, str]:
-        """The search for the supplier's own party (RECON_LEDGER_PARTY_BY), and its words."""
+        """The search for the supplier's own party (RECON_LEDGER_PARTY_BY), and the words for
+        none found."""
         who = f"supplier {supplier_id}" + (f" ({name})" if name else "")
         if self.party_by == "tax_identifier":
             if not gstin:
@@ -202,6 +203,14 @@ class TrytonLedger:
             return [("tax_identifier.code", "=", gstin)], f"{who}: no Tryton party with tax " \
                 f"identifier {gstin}"
         return [("code", "=", supplier_id)], f"{who}: no Tryton party with code {supplier_id}"
+
+    def missing_party(self, supplier_id: str, name: str = "", gstin: str | None = None) -> str:
+        """What a night says when this supplier has no party: it hands over with these words."""
+        return self._party_clause(supplier_id, name, gstin)[1]
+
+    async def prepare(self) -> None:
+        """Log in and find the configured accounts and journal (what every post needs first)."""
+        await self._prepare()
 
     async def party_of(self, supplier_id: str, name: str = "",
                        gstin: str | None = None) -> dict | None:
@@ -228,8 +237,8 @@ class TrytonLedger:
             if party is not None:
                 self._parties[supplier_id] = party["id"]
             elif not self.create_parties:
-                _, missing = self._party_clause(supplier_id, entry.supplier_name,
-                                                entry.supplier_gstin)
+                missing = self.missing_party(supplier_id, entry.supplier_name,
+                                             entry.supplier_gstin)
                 raise LedgerRefused(f"{missing}; add the party in Tryton (or set "
                                     "RECON_LEDGER_PARTY_BY), then retry the night")
             else:
