@@ -48,7 +48,7 @@ test of the session's database, gets none). Returns party id -> supplier id."""
         if by == "code":
             party["code"] = s["supplier_id"]
         else:
-            party["identifiers"] = [["create", [{"type": "in_gstin", "code": s["gstin"]}]]]
+            party["identifiers"] = [["create", [{"type": "in_vat", "code": s["gstin"]}]]]
         values.append(party)
     ids = tryton._rpc("model.party.party.create", values)
     return dict(zip(ids, kept, strict=True))
