@@ -2,8 +2,9 @@
 
 `ledger_entries` stays recon's record of what must be posted (keyed as ever); an outside ledger
 is another system, reached after the built-in insert, entry by entry, under the run's fence
-(activities/outside_ledger.py), with each entry's state there kept in `ledger_postings`
-(recon/store/ledger_postings.py): the outbox pattern of the mail, applied to the books.
+(recon/ledger/pusher.py, called once by step 7 and once by the undo), with each entry's state
+there kept in `ledger_postings` (recon/store/ledger_postings.py): the outbox pattern of the
+mail, applied to the books.
 
 Two kinds of outside ledger, the two the field presents:
 - one that only lets you look entries up (Tryton, most on-premise ERPs): `looks_up` is True and

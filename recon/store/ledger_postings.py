@@ -2,7 +2,7 @@
 the books (migration 085). `ledger_entries` says what must be posted; a row here says where that
 entry is in the other system. Rows are added as `waiting` by step 7 (the run's live entries) and
 by the undo (reversals of entries the outside ledger holds), and moved on one at a time by
-activities/outside_ledger.py while it holds the run's fence.
+recon/ledger/pusher.py while it holds the run's fence.
 """
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ async def pending(conn: asyncpg.Connection, workflow_id: str, supplier_id: str |
                   reversals: bool) -> list[asyncpg.Record]:
     """What is still to push, in key order (one order for racing workers)."""
     return await conn.fetch(_PENDING, workflow_id, supplier_id, reversals)
+
+
+async def wait_for_ledger(conn: asyncpg.Connection, seconds: int) -> None:
+    """Inside one entry's transaction: it may sit idle this long while the ledger answers (the
+    worker's connections otherwise end an idle transaction after a few seconds)."""
+    await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = '{int(seconds)}s'")
 
 
 async def still_pending(conn: asyncpg.Connection, reference: str) -> bool:

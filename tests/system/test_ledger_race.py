@@ -12,10 +12,10 @@ import os
 import asyncpg
 import pytest
 
-from activities import outside_ledger
-from activities.outside_ledger import push
 from recon.domain.errors import StaleAttempt
 from recon.domain.keys import undo_key
+from recon.ledger import pusher
+from recon.ledger.pusher import push
 from recon.ledger.tryton import TrytonLedger
 from recon.store import ledger_postings as postings
 from recon.store.fences import take_fence
@@ -133,7 +133,7 @@ async def test_a_worker_frozen_inside_its_post_and_woken_after_a_takeover_posts_
     move. Tryton now holds A's move as a draft with a higher id than B's, A deletes it and
     takes B's: one posted move. (Frozen after its create instead: B finds A's draft, the lowest,
     and posts it; A finds it posted.)"""
-    monkeypatch.setattr(outside_ledger, "OUTSIDE_CALL_SECONDS", 2)
+    monkeypatch.setattr(pusher, "OUTSIDE_CALL_SECONDS", 2)
     wf, fence, wanted = await _owed(pool, 1)
     (key,) = wanted
     await _frozen_then_taken_over(pool, tryton, wf, fence, where, reversals=False)
@@ -153,7 +153,7 @@ async def test_an_undo_frozen_inside_its_cancel_and_woken_after_a_takeover_cance
     """The same window for the cancelling move `undo:{key}`: with a reconciling payable Tryton's
     cancel wizard refuses the second cancel (the original's line is reconciled already) and A
     takes the first; without one, A's reversal is a draft above B's, deleted."""
-    monkeypatch.setattr(outside_ledger, "OUTSIDE_CALL_SECONDS", 2)
+    monkeypatch.setattr(pusher, "OUTSIDE_CALL_SECONDS", 2)
     if not reconciles:
         (payable,) = tryton._rpc("model.account.account.search", [("code", "=", "AP")], 0, 1, None)
         tryton._rpc("model.account.account.write", [payable], {"reconcile": False})
