@@ -163,7 +163,10 @@ class TrytonLedger:
                 if len(found) != 1:
                     raise LedgerRefused(
                         f"Tryton has {'no' if not found else 'more than one'} {model} with code "
-                        f"{code!r} (the {what} step 7 posts on)")
+                        f"{code!r} (the {what} step 7 posts on)" + (
+                            "" if found or self._context.get("company") else
+                            f"; Tryton user {self.user} has no current company: add the company to "
+                            "its Companies and make it the Current Company (docs/ledger.md)"))
                 self._ids[what] = found[0]
 
     # ------------------------------------------------------------------ master data
