@@ -80,7 +80,7 @@ class _Paused(TrytonLedger):
 
     def __init__(self, tryton: TrytonServer, where: str) -> None:
         super().__init__(tryton.url, "admin", ADMIN_PASSWORD, payable="AP", variance="PPV",
-                         journal="EXP")
+                         journal="EXP", create_parties=True)
         self.where, self.reached, self.release = where, asyncio.Event(), asyncio.Event()
 
     async def _pause(self, where: str) -> None:
