@@ -50,12 +50,17 @@ def party_by(text: str) -> str:
     return value
 
 
+YES_NO = ("true", "false")
+
+
 def create_parties(text: str) -> bool:
-    """RECON_LEDGER_CREATE_PARTIES: `true` or `false`, nothing else (a typo must not create)."""
+    """Whether a supplier with no Tryton party gets one (RECON_LEDGER_CREATE_PARTIES): one of
+    YES_NO, nothing else (a typo must not create parties on a company's books)."""
     value = (text or "").strip().lower()
-    if value not in ("true", "false"):
-        raise LedgerSettingsRefused(f"RECON_LEDGER_CREATE_PARTIES must be true or false, got {text!r}")
-    return value == "true"
+    if value not in YES_NO:
+        raise LedgerSettingsRefused(f"RECON_LEDGER_CREATE_PARTIES must be {' or '.join(YES_NO)}, "
+                                    f"got {text!r}")
+    return value == YES_NO[0]
 
 
 def outside_ledger(settings) -> OutsideLedger | None:

@@ -2,9 +2,10 @@
 `recon ledger check` shows before a night posts anything.
 
 A supplier's adjustments belong on the party the accountant reconciles and pays from, found by
-RECON_LEDGER_PARTY_BY (`code`: the party's code is the supplier id; `tax_identifier`: the party's
-tax identifier is the supplier's GSTIN). A supplier with no party is listed with the words the
-night would hand over with (`TrytonLedger._party`), so the accountant can add the parties first.
+the field RECON_LEDGER_PARTY_BY names:
+the party's code is the supplier id, or the party's tax identifier is the supplier's GSTIN.
+A supplier with no party is listed with the words the night would hand over with
+(`TrytonLedger._party`), so the accountant can add the parties first.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 from recon.domain.money import BASE_CURRENCY, amount
+from recon.domain.settings_table import default_of
 from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused, LedgerSettingsRefused
 from recon.ledger.wire import LedgerUnavailable, exchange
 
@@ -90,7 +91,8 @@ class TrytonLedger:
     looks_up = True
 
     def __init__(self, url: str, user: str, password: str, *, payable: str, variance: str,
-                 journal: str, taxes: dict[str, str] | None = None, party_by: str = "code",
+                 journal: str, taxes: dict[str, str] | None = None,
+                 party_by: str = str(default_of("RECON_LEDGER_PARTY_BY")),
                  create_parties: bool = False) -> None:
         self.url = url.rstrip("/") + "/rpc/"
         self.user, self.password = user, password
