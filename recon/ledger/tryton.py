@@ -149,10 +149,12 @@ class TrytonLedger:
 
     async def _prepare(self) -> None:
         """Log in, read the user's context (its company) and the ids of the configured accounts
-        and journal, once per worker."""
+        and journal, once per worker. Kept only once all are known: a connection cut half way
+        (recon/ledger/wire.py) leaves nothing half known, and the next attempt starts over."""
         async with self._ready:
-            if self._auth and self._ids:
+            if self._auth and all(what in self._ids for what in self.codes):
                 return
+            found_ids: dict[str, int] = {}
             await self._login()
             self._context = await asyncio.to_thread(
                 self._send, "model.res.user.get_preferences", [True, {}], self._auth)
@@ -169,7 +171,8 @@ class TrytonLedger:
                             "" if found or self._context.get("company") else
                             f"; Tryton user {self.user} has no current company: add the company to "
                             "its Companies and make it the Current Company (docs/ledger.md)"))
-                self._ids[what] = found[0]
+                found_ids[what] = found[0]
+            self._ids.update(found_ids)
 
     # ------------------------------------------------------------------ master data
     async def _period(self, day: date) -> int:

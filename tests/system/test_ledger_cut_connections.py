@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import date
 
 import asyncpg
 import pytest
 from temporalio.client import Client
 
+from recon.ledger.port import Entry
+from recon.ledger.tryton import TrytonLedger, TrytonUnavailable
 from recon.ledger.tryton_setup import DATABASE
 from recon.tools.seed import seed_night
 from tests.fakes.http_faults import FaultyProxy
 from tests.fakes.key_ledger import KeyLedger
 from tests.helpers import inprocess_worker, settings_for, start
-from tests.tryton import TrytonServer
+from tests.tryton import ADMIN_PASSWORD, TrytonServer
 
 pytestmark = pytest.mark.slow
 
@@ -104,3 +107,24 @@ async def test_a_cut_connection_to_the_key_server_is_ridden_out_each_key_once(
     live = await _live_entries(pool, wf)
     assert {k: v["amount_minor"] for k, v in key_ledger.entries.items()} == live
     assert proxy.count(fault) >= (2 if fault == "502" else 3)
+
+
+async def test_a_cut_while_tryton_is_first_asked_for_its_codes_leaves_nothing_half_known(
+    tryton: TrytonServer,
+) -> None:
+    """The adapter learns the ids of its accounts and journal once per worker: a cut between the
+    payable's and the journal's must not leave it believing it knows them all (the next post
+    would fail on the missing journal, `unknown`, and hand over)."""
+    proxy = FaultyProxy(tryton.port).start()
+    proxy.fail("cut", times=1, when=b"model.account.journal.search")
+    ledger = TrytonLedger(f"http://127.0.0.1:{proxy.port}/{DATABASE}", "admin", ADMIN_PASSWORD,
+                          payable="AP", variance="PPV", journal="EXP", create_parties=True)
+    entry = Entry("recon-2026-10-13-ldh:INV-1:1:price", 12_345, "S001", "INV-1", 1, "price",
+                  date(2026, 10, 13))
+    try:
+        with pytest.raises(TrytonUnavailable, match="IncompleteRead"):
+            await ledger.post(entry)
+        moved = await ledger.post(entry)
+    finally:
+        proxy.stop()
+    assert [(m["id"], m["state"]) for m in tryton.moves()] == [(int(moved), "posted")]
