@@ -1,9 +1,9 @@
 """The outside-ledger pusher, beside its port: step 7 and the undo each call it once
 (`post_run`, `cancel_run`). After the built-in insert, each entry owed to the other system is
 pushed there one at a time, check-then-post, inside a transaction that holds the run's fence
-(FOR SHARE on the fence row, as every ledger write does):
-a newer attempt taking the fence waits for the entry in flight to be recorded, and a stale attempt
-woken later finds its token stale and sends nothing.
+(FOR SHARE on the fence row, as every ledger write does): a newer attempt taking the fence waits
+for the entry in flight to be recorded, and a stale attempt woken later finds its token stale and
+sends nothing.
 
 A crashed attempt cannot see whether its last call landed, so for a ledger that only lets you look
 up (Tryton) every entry is looked up by its key first; a ledger that enforces a key answers a

@@ -1,8 +1,9 @@
 """Tryton as the outside ledger, over its plain JSON-RPC (`POST {url}/rpc/`, a session login).
 
 Each adjustment is one `account.move` in the configured journal (`EXP` by default) and the period
-of the night's business date, with two lines: the supplier payable (`AP`, with the supplier as its
-party) and the purchase price variance (`PPV`). A positive amount is money the supplier owes back:
+of the night's business date, with two lines: the supplier payable (`AP`, its party the one the
+accountant keeps for the supplier, found by RECON_LEDGER_PARTY_BY: `_party`) and the purchase
+price variance (`PPV`). A positive amount is money the supplier owes back:
 payable debited, variance credited; a negative one the other way round. recon's key is the move's
 `description`, the one free text Tryton keeps on a move and lets you search: Tryton has no key of
 its own, so recon looks the key up before posting, only while it holds the run's fence.
