@@ -19,14 +19,13 @@ from temporalio import activity
 
 from activities.batches import walk_in_batches
 from activities.lanes import book_in_lanes
-from activities.outside_ledger import push, verify_outside
 from activities.resources import Room
 from activities.statistics import refresh_statistics
 from activities.step import business_step, last_progress
 from recon.domain.keys import fence_scope
 from recon.domain.models import PostInput, PostResult
+from recon.ledger.pusher import post_run
 from recon.store import acceptances
-from recon.store import ledger_postings as postings
 from recon.store.generations import current_generation
 from recon.store.ledger import (
     LedgerEntry,
@@ -85,11 +84,9 @@ class PostingActivities(Room):
             outside = self.outside
             if outside is not None:
                 # The same entries, owed to the company's ledger: checked there by key, posted
-                # one at a time under the fence, then checked there (activities/outside_ledger.py).
-                await postings.enqueue_live(conn, job.workflow_id, job.supplier_id, outside.name)
-                sent = await push(conn, outside, fence, job.workflow_id, job.supplier_id,
-                                  reversals=False, step=LEDGER_STEP)
-                await verify_outside(conn, outside, job.workflow_id, job.supplier_id)
+                # one at a time under the fence, then checked there (recon/ledger/pusher.py).
+                sent = await post_run(conn, outside, fence, job.workflow_id, job.supplier_id,
+                                      LEDGER_STEP)
                 activity.logger.info("%s: %s entries sent to the %s ledger", job.workflow_id,
                                      sent, outside.name)
         activity.logger.info(

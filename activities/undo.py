@@ -12,15 +12,14 @@ from typing import TypeVar
 
 from temporalio import activity
 
-from activities.outside_ledger import push
 from activities.resources import Room
 from activities.step import business_step, report_progress
 from recon.domain.keys import fence_scope, undo_key, undo_workflow_id, withdrawal_key
 from recon.domain.models import GenerationRequest, Reversed, UndoRequest
+from recon.ledger.pusher import cancel_run
 from recon.mail.documents import render_withdrawal
 from recon.runtime import failpoints
 from recon.store import acceptances, mandates
-from recon.store import ledger_postings as postings
 from recon.store.ledger import LedgerEntry, post_entries
 from recon.store.outbox import Message, enqueue
 from recon.store.stock import StockMovement, move_stock
@@ -153,10 +152,7 @@ class UndoActivities(Room):
             if outside is not None:
                 # Each reversal whose original reached the outside ledger cancels it there, the
                 # ledger's way, keyed `undo:{key}` too; the whole undo's, a retry's included.
-                await postings.enqueue_reversals(
-                    conn, req.run_workflow_id,
-                    await reversal_keys(conn, _scope(req)), outside.name)
-                await push(conn, outside, fence, req.run_workflow_id, req.supplier_id,
-                           reversals=True, step="reverse_ledger_entries")
+                await cancel_run(conn, outside, fence, req.run_workflow_id, req.supplier_id,
+                                 await reversal_keys(conn, _scope(req)), "reverse_ledger_entries")
             paise = await reversed_paise(conn, _scope(req))
         return Reversed(count=done, paise=paise)

@@ -93,7 +93,7 @@ def main() -> int:
             [str(Path(sys.executable).with_name("trytond")), "-c", str(directory / "trytond.conf"),
              "-d", DATABASE], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         ledger = TrytonLedger(f"http://127.0.0.1:{port}/{DATABASE}", "admin", "bench-pw",
-                              payable="AP", variance="PPV", journal="EXP")
+                              payable="AP", variance="PPV", journal="EXP", create_parties=True)
         for _ in range(100):
             try:
                 asyncio.run(ledger.find([]))

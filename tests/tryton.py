@@ -54,7 +54,9 @@ class TrytonServer:
     def env(self) -> dict[str, str]:
         """What a worker needs to post into this Tryton; the password from a file."""
         return {"RECON_LEDGER": "tryton", "RECON_LEDGER_URL": self.url,
-                "RECON_LEDGER_SECRET_FILE": str(self.directory / "admin-password")}
+                "RECON_LEDGER_SECRET_FILE": str(self.directory / "admin-password"),
+                # the template has none of the seed's suppliers as parties: made on first use
+                "RECON_LEDGER_CREATE_PARTIES": "true"}
 
     def start(self, timeout: float = 60) -> None:
         log = (self.directory / "trytond.log").open("ab")

@@ -62,7 +62,9 @@ def init(
         raise Refused(f"trytond-admin failed: {words[-1] if words else exc}") from None
     write_config(directory, port)
     settings = {"RECON_LEDGER": "tryton", "RECON_LEDGER_URL": f"http://127.0.0.1:{port}/{DATABASE}",
-                "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password")}
+                "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password"),
+                # a new Tryton holds none of recon's suppliers: each gets a party on first use
+                "RECON_LEDGER_CREATE_PARTIES": "true"}
     for line in made:
         console.print(line, markup=False, highlight=False)
     command = " ".join(server_command(directory))
@@ -82,3 +84,58 @@ def init(
         console.print(f"start it with: {command}", markup=False, highlight=False)
         console.print("then give the worker: " + " ".join(f"{k}={v}" for k, v in settings.items()),
                       markup=False, highlight=False)
+
+
+@app.command("check")
+@user_errors
+def check() -> None:
+    """Log in to the configured Tryton, find its accounts, and show each supplier's party there
+    (RECON_LEDGER_PARTY_BY); exit 1 when a supplier has none and parties are not created."""
+    import asyncio
+
+    from recon.cli.common import database
+    from recon.ledger import outside_ledger
+    from recon.ledger.parties import map_parties
+    from recon.ledger.port import LedgerRefused
+    from recon.ledger.tryton import TrytonLedger
+    from recon.ledger.wire import LedgerUnavailable
+    from recon.runtime.config import load_settings
+    from recon.store.ledger_postings import suppliers
+
+    settings = load_settings()
+    ledger = outside_ledger(settings)
+    if not isinstance(ledger, TrytonLedger):
+        raise Refused(f"recon ledger check asks a Tryton (RECON_LEDGER=tryton); RECON_LEDGER is "
+                      f"{settings.ledger}")
+
+    async def go():
+        async with database() as pool:
+            rows = await suppliers(pool)
+        await ledger.prepare()
+        return await map_parties(ledger, rows)
+
+    try:
+        mapped = asyncio.run(go())
+    except (LedgerRefused, LedgerUnavailable) as exc:
+        raise Refused(str(exc)) from None
+    say = lambda line: console.print(line, markup=False, highlight=False)  # noqa: E731
+    say(f"Tryton at {settings.ledger_url} as {settings.ledger_user}: payable "
+        f"{ledger.codes['payable']}, variance {ledger.codes['variance']}, journal "
+        f"{ledger.codes['journal']} found")
+    found = [m for m in mapped if m.party is not None]
+    missing = [m for m in mapped if m.party is None]
+    say(f"{len(found)} of {len(mapped)} suppliers -> Tryton parties by {ledger.party_by} "
+        "(RECON_LEDGER_PARTY_BY):")
+    for m in found:
+        say(m.line())
+    if not missing:
+        return
+    say(f"{len(missing)} suppliers with no party:")
+    for m in missing:
+        say(m.line())
+    if ledger.create_parties:
+        say("RECON_LEDGER_CREATE_PARTIES=true: each gets a party named by its id on first use")
+        return
+    say("a night posting for them hands over naming the supplier: add the parties in Tryton "
+        "(or set RECON_LEDGER_PARTY_BY), then run this again")
+    raise typer.Exit(1)

@@ -15,6 +15,7 @@ one exception, `SourceUnreachable` (a mail server that is down now).
 from __future__ import annotations
 
 import asyncio
+import http.client
 from datetime import timedelta
 from typing import Any
 
@@ -239,6 +240,10 @@ def _own_kind(exc: BaseException) -> str:
         return "temporary"
     if is_transaction_conflict(exc) or isinstance(exc, OSError):
         return "temporary"
+    if isinstance(exc, http.client.HTTPException):
+        # The answer did not arrive whole (a body cut mid-response, a bad status line): whoever
+        # asked resends under the same key; the outside ledgers wrap it (recon/ledger/wire.py).
+        return "temporary"
     if _is_temporary_model_error(exc) or _is_temporal_unreachable(exc):
         return "temporary"
     return "unknown"
@@ -303,6 +308,8 @@ def outage_in_words(exc: BaseException) -> str:
         return "timed out"
     if is_transaction_conflict(exc):
         return "database conflicts with a racing attempt"
+    if isinstance(exc, http.client.HTTPException):
+        return "a connection cut mid-answer"
     if isinstance(exc, (*TEMPORARY_PG, OSError)):
         return "database unreachable"
     return "temporary errors"

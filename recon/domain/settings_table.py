@@ -234,6 +234,14 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "cgst=CGST sgst=SGST igst=IGST cess=CESS vat=VAT",
                 "codes of the Tryton accounts each tax part of a claim goes on (`part=code` "
                 "pairs, space-separated): the input tax the claim takes back"),
+        Setting("RECON_LEDGER_PARTY_BY", "ledger_party_by", TEXT, "code",
+                "how a recon supplier finds its Tryton party: `code` (the party's code is the "
+                "supplier id) or `tax_identifier` (the party's tax identifier is the supplier's "
+                "GSTIN from recon's suppliers table)"),
+        Setting("RECON_LEDGER_CREATE_PARTIES", "ledger_create_parties", TEXT, "false",
+                "`true`: a supplier with no Tryton party gets a new one named by its id (for a dev "
+                "or test Tryton); `false`: the entry is refused and the night hands over naming "
+                "the supplier"),
     )),
     ("Tests, the demo and `recon chaos` only", (
         Setting("RECON_FAILPOINTS", "failpoints", TEXT, "",

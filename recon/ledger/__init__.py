@@ -2,8 +2,9 @@
 
 `ledger_entries` stays recon's record of what must be posted (keyed as ever); an outside ledger
 is another system, reached after the built-in insert, entry by entry, under the run's fence
-(activities/outside_ledger.py), with each entry's state there kept in `ledger_postings`
-(recon/store/ledger_postings.py): the outbox pattern of the mail, applied to the books.
+(recon/ledger/pusher.py, called once by step 7 and once by the undo), with each entry's state
+there kept in `ledger_postings` (recon/store/ledger_postings.py): the outbox pattern of the
+mail, applied to the books.
 
 Two kinds of outside ledger, the two the field presents:
 - one that only lets you look entries up (Tryton, most on-premise ERPs): `looks_up` is True and
@@ -37,6 +38,31 @@ def tax_accounts(text: str) -> dict[str, str]:
     return pairs
 
 
+PARTY_BY = ("code", "tax_identifier")
+
+
+def party_by(text: str) -> str:
+    """RECON_LEDGER_PARTY_BY: which field of a Tryton party names a recon supplier."""
+    value = (text or "").strip().lower()
+    if value not in PARTY_BY:
+        raise LedgerSettingsRefused(
+            f"RECON_LEDGER_PARTY_BY must be one of {', '.join(PARTY_BY)}, got {text!r}")
+    return value
+
+
+YES_NO = ("true", "false")
+
+
+def create_parties(text: str) -> bool:
+    """Whether a supplier with no Tryton party gets one (RECON_LEDGER_CREATE_PARTIES): one of
+    YES_NO, nothing else (a typo must not create parties on a company's books)."""
+    value = (text or "").strip().lower()
+    if value not in YES_NO:
+        raise LedgerSettingsRefused(f"RECON_LEDGER_CREATE_PARTIES must be {' or '.join(YES_NO)}, "
+                                    f"got {text!r}")
+    return value == YES_NO[0]
+
+
 def outside_ledger(settings) -> OutsideLedger | None:
     """The outside ledger the settings name, or None for the built-in one."""
     kind = settings.ledger
@@ -53,7 +79,9 @@ def outside_ledger(settings) -> OutsideLedger | None:
         return TrytonLedger(settings.ledger_url, settings.ledger_user, secret or "",
                             payable=settings.ledger_payable, variance=settings.ledger_variance,
                             journal=settings.ledger_journal,
-                            taxes=tax_accounts(settings.ledger_tax_accounts))
+                            taxes=tax_accounts(settings.ledger_tax_accounts),
+                            party_by=party_by(settings.ledger_party_by),
+                            create_parties=create_parties(settings.ledger_create_parties))
     from recon.ledger.keyed_http import KeyedHttpLedger
 
     return KeyedHttpLedger(settings.ledger_url, secret)

@@ -7,7 +7,8 @@ The ledger does the checking, so recon posts without looking up first: a repeat 
 and body is answered with the first response (the id recon keeps), which also makes a re-post the
 closing check. 422 (the key came with another body) is a bug and hands over with both bodies;
 409 (a request with that key is still in flight) is temporary and retried; another 4xx is the
-ledger refusing the entry, in its words; 5xx or no answer is temporary.
+ledger refusing the entry, in its words; 5xx, 429 or no whole answer (a reset, a cut body, a
+proxy's 502) is temporary (recon/ledger/wire.py says why, once for both ledgers).
 """
 
 from __future__ import annotations
@@ -15,26 +16,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import urllib.error
 import urllib.parse
 import urllib.request
 
 from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused
+from recon.ledger.wire import LedgerUnavailable, exchange
 
 TIMEOUT_SECONDS = 30.0
 REQUESTID_MAX = 50
 
 
-class LedgerBusy(ConnectionError):
+class LedgerBusy(LedgerUnavailable):
     """409: the ledger is still working on a request with this key; try again soon."""
 
     outage_words = "the ledger busy with the same key (409)"
-
-
-class LedgerUnavailable(ConnectionError):
-    """5xx, 429 or no answer: temporary."""
-
-    outage_words = "the outside ledger unreachable"
 
 
 def request_id(key: str) -> str:
@@ -67,26 +62,23 @@ class KeyedHttpLedger:
             "Content-Type": "application/json", "Idempotency-Key": key})
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
+        status, raw_answer = exchange(request, TIMEOUT_SECONDS, f"the ledger at {self.url} (key {key})",
+                                      LedgerUnavailable)
+        words = raw_answer.decode(errors="replace").strip()[:500]
+        if status == 422:
+            raise LedgerDisagrees(
+                f"the ledger answered 422 to key {key}: it holds that key with another body "
+                f"(a bug, not a duplicate). recon sent {raw.decode()}; the ledger said: "
+                f"{words}")
+        if status == 409:
+            raise LedgerBusy(f"the ledger answered 409 to key {key}: a request with it is "
+                             "still in flight")
+        if status >= 400:
+            raise LedgerRefused(f"the ledger refused key {key} ({status}): {words}")
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                answer = json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            words = exc.read().decode(errors="replace").strip()[:500]
-            if exc.code == 422:
-                raise LedgerDisagrees(
-                    f"the ledger answered 422 to key {key}: it holds that key with another body "
-                    f"(a bug, not a duplicate). recon sent {raw.decode()}; the ledger said: "
-                    f"{words}") from None
-            if exc.code == 409:
-                raise LedgerBusy(f"the ledger answered 409 to key {key}: a request with it is "
-                                 "still in flight") from None
-            if exc.code == 429 or exc.code >= 500:
-                raise LedgerUnavailable(f"the ledger answered {exc.code} to key {key}") from None
-            raise LedgerRefused(f"the ledger refused key {key} ({exc.code}): {words}") from None
-        except urllib.error.URLError as exc:
-            raise LedgerUnavailable(f"the ledger at {self.url} unreachable: {exc.reason}") from None
-        except (TimeoutError, ConnectionError) as exc:  # a cut connection: the answer is lost
-            raise LedgerUnavailable(f"the ledger at {self.url}: {exc}") from None
+            answer = json.loads(raw_answer or b"{}")
+        except ValueError:
+            raise LedgerRefused(f"the ledger answered key {key} with no JSON: {words}") from None
         outside_id = answer.get("id")
         if outside_id is None:
             raise LedgerRefused(f"the ledger answered key {key} without an id: {answer}")

@@ -46,6 +46,10 @@ class Entry:
     # the amounts' currency (`ledger_entries.currency`, the supplier's), in its minor unit: an
     # outside ledger is told it, and one that books in ₹ alone refuses another (no rate assumed)
     currency: str = "INR"
+    # Who the supplier is in recon's suppliers table: how the ledger finds its own party for it
+    # (RECON_LEDGER_PARTY_BY) and names it when it has none. Not part of a keyed ledger's body.
+    supplier_name: str = ""
+    supplier_gstin: str | None = None
 
 
 @dataclass(frozen=True)

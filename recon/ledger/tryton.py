@@ -1,8 +1,9 @@
 """Tryton as the outside ledger, over its plain JSON-RPC (`POST {url}/rpc/`, a session login).
 
 Each adjustment is one `account.move` in the configured journal (`EXP` by default) and the period
-of the night's business date, with two lines: the supplier payable (`AP`, with the supplier as its
-party) and the purchase price variance (`PPV`). A positive amount is money the supplier owes back:
+of the night's business date, with two lines: the supplier payable (`AP`, its party the one the
+accountant keeps for the supplier, found by RECON_LEDGER_PARTY_BY: `_party`) and the purchase
+price variance (`PPV`). A positive amount is money the supplier owes back:
 payable debited, variance credited; a negative one the other way round. recon's key is the move's
 `description`, the one free text Tryton keeps on a move and lets you search: Tryton has no key of
 its own, so recon looks the key up before posting, only while it holds the run's fence.
@@ -11,8 +12,9 @@ An undo cancels a move Tryton's way, with its `account.move.cancel` wizard (reve
 credit swapped, posted, reconciled), the cancelling move described `undo:{key}`.
 
 What Tryton refuses (a closed period, an unknown account, no period for the date) becomes a
-`LedgerRefused` carrying Tryton's own words; an unreachable or restarting Tryton is an OSError,
-temporary, retried through the outage window.
+`LedgerRefused` carrying Tryton's own words; an unreachable or restarting Tryton, a reset
+connection, an answer cut mid-body or a proxy's 502 is `TrytonUnavailable` (recon/ledger/wire.py),
+temporary, retried through the outage window under the same key.
 """
 
 from __future__ import annotations
@@ -20,20 +22,21 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import urllib.error
 import urllib.request
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from recon.domain.money import BASE_CURRENCY, amount
+from recon.domain.settings_table import default_of
 from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused, LedgerSettingsRefused
+from recon.ledger.wire import LedgerUnavailable, exchange
 
 TIMEOUT_SECONDS = 30.0
 
 
-class TrytonUnavailable(ConnectionError):
-    """Tryton answered 5xx/429 or not at all: temporary."""
+class TrytonUnavailable(LedgerUnavailable):
+    """Tryton answered 5xx/429 or no whole answer at all: temporary (recon/ledger/wire.py)."""
 
     outage_words = "Tryton unreachable"
 
@@ -89,11 +92,14 @@ class TrytonLedger:
     looks_up = True
 
     def __init__(self, url: str, user: str, password: str, *, payable: str, variance: str,
-                 journal: str, taxes: dict[str, str] | None = None) -> None:
+                 journal: str, taxes: dict[str, str] | None = None,
+                 party_by: str = str(default_of("RECON_LEDGER_PARTY_BY")),
+                 create_parties: bool = False) -> None:
         self.url = url.rstrip("/") + "/rpc/"
         self.user, self.password = user, password
         self.codes = {"payable": payable, "variance": variance, "journal": journal}
         self.tax_codes = taxes or {}
+        self.party_by, self.create_parties = party_by, create_parties
         self._auth: str | None = None
         self._context: dict = {}
         self._ids: dict[str, int] = {}
@@ -108,21 +114,21 @@ class TrytonLedger:
                                          headers={"Content-Type": "application/json"})
         if auth:
             request.add_header("Authorization", auth)
+        status, raw = exchange(request, TIMEOUT_SECONDS, f"Tryton at {self.url} ({method})",
+                               TrytonUnavailable)
+        if status in (401, 403):
+            raise PermissionError(f"Tryton refused the session ({status})")
+        if status == 404:
+            raise LedgerSettingsRefused(f"Tryton has no database at {self.url}")
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                answer = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code in (401, 403):
-                raise PermissionError(f"Tryton refused the session ({exc.code})") from None
-            if exc.code == 404:
-                raise LedgerSettingsRefused(f"Tryton has no database at {self.url}") from None
-            raise TrytonUnavailable(f"Tryton answered {exc.code} to {method}") from None
-        except urllib.error.URLError as exc:
-            raise TrytonUnavailable(f"Tryton at {self.url} unreachable: {exc.reason}") from None
-        except (TimeoutError, ConnectionError) as exc:
-            raise TrytonUnavailable(f"Tryton at {self.url}: {exc}") from None
-        if "error" in answer and answer["error"]:
+            answer = json.loads(raw)
+        except ValueError:
+            raise LedgerRefused(f"Tryton answered {method} ({status}) with no JSON-RPC: "
+                                f"{raw[:200].decode(errors='replace')}") from None
+        if isinstance(answer, dict) and answer.get("error"):
             raise LedgerRefused(f"Tryton refused {method}: {_words(answer['error'])}")
+        if status >= 400 or not isinstance(answer, dict):
+            raise LedgerRefused(f"Tryton answered {method} with {status}: {str(answer)[:200]}")
         return _decode(answer.get("result"))
 
     async def _call(self, method: str, *params: Any) -> Any:
@@ -144,10 +150,12 @@ class TrytonLedger:
 
     async def _prepare(self) -> None:
         """Log in, read the user's context (its company) and the ids of the configured accounts
-        and journal, once per worker."""
+        and journal, once per worker. Kept only once all are known: a connection cut half way
+        (recon/ledger/wire.py) leaves nothing half known, and the next attempt starts over."""
         async with self._ready:
-            if self._auth and self._ids:
+            if self._auth and all(what in self._ids for what in self.codes):
                 return
+            found_ids: dict[str, int] = {}
             await self._login()
             self._context = await asyncio.to_thread(
                 self._send, "model.res.user.get_preferences", [True, {}], self._auth)
@@ -160,8 +168,12 @@ class TrytonLedger:
                 if len(found) != 1:
                     raise LedgerRefused(
                         f"Tryton has {'no' if not found else 'more than one'} {model} with code "
-                        f"{code!r} (the {what} step 7 posts on)")
-                self._ids[what] = found[0]
+                        f"{code!r} (the {what} step 7 posts on)" + (
+                            "" if found or self._context.get("company") else
+                            f"; Tryton user {self.user} has no current company: add the company to "
+                            "its Companies and make it the Current Company (docs/ledger.md)"))
+                found_ids[what] = found[0]
+            self._ids.update(found_ids)
 
     # ------------------------------------------------------------------ master data
     async def _period(self, day: date) -> int:
@@ -189,20 +201,71 @@ class TrytonLedger:
             self._ids[what] = found[0]
         return self._ids[what]
 
-    async def _party(self, supplier_id: str) -> int:
+    def _party_clause(self, supplier_id: str, name: str, gstin: str | None) -> tuple[list, str]:
+        """The search for the supplier's own party (RECON_LEDGER_PARTY_BY), and the words for
+        none found."""
+        who = f"supplier {supplier_id}" + (f" ({name})" if name else "")
+        if self.party_by == "tax_identifier":
+            if not gstin:
+                raise LedgerRefused(f"{who}: recon's suppliers table holds no GSTIN to find its "
+                                    "Tryton party by (RECON_LEDGER_PARTY_BY=tax_identifier)")
+            return [("tax_identifier.code", "=", gstin)], f"{who}: no Tryton party with tax " \
+                f"identifier {gstin}"
+        return [("code", "=", supplier_id)], f"{who}: no Tryton party with code {supplier_id}"
+
+    def missing_party(self, supplier_id: str, name: str = "", gstin: str | None = None) -> str:
+        """What a night says when this supplier has no party: it hands over with these words."""
+        return self._party_clause(supplier_id, name, gstin)[1]
+
+    async def prepare(self) -> None:
+        """Log in and find the configured accounts and journal (what every post needs first)."""
+        await self._prepare()
+
+    async def party_of(self, supplier_id: str, name: str = "",
+                       gstin: str | None = None) -> dict | None:
+        """The Tryton party the accountant keeps for this supplier ({id, name, code}), found by
+        RECON_LEDGER_PARTY_BY, or None. Two parties for one supplier is refused: recon would
+        have to guess which payable the accountant reconciles."""
+        clause, missing = self._party_clause(supplier_id, name, gstin)
+        found = await self._call("model.party.party.search_read", clause, 0, 2, None,
+                                 ["name", "code"])
+        if len(found) > 1:
+            ids = ", ".join(str(p["id"]) for p in found)
+            raise LedgerRefused(missing.replace(": no Tryton party", ": more than one Tryton party")
+                                + f" (ids {ids}); keep one, or merge them")
+        return found[0] if found else None
+
+    async def _party(self, entry: Entry) -> int:
+        """The supplier's party: the accountant's own (`party_of`). None there is a refusal naming
+        the supplier (the night hands over; once the accountant adds the party, a retry posts),
+        unless RECON_LEDGER_CREATE_PARTIES=true (a dev or test Tryton with no suppliers of its
+        own), when a party named by the supplier id is found or made."""
+        supplier_id = entry.supplier_id
         if supplier_id not in self._parties:
-            found = await self._call("model.party.party.search", [("name", "=", supplier_id)],
-                                     0, 1, None)
-            if not found:
-                try:
-                    found = await self._call("model.party.party.create", [{"name": supplier_id}])
-                except LedgerRefused:  # another worker made it meanwhile: take that one
-                    found = await self._call("model.party.party.search",
-                                             [("name", "=", supplier_id)], 0, 1, None)
-                    if not found:
-                        raise
-            self._parties[supplier_id] = found[0]
+            party = await self.party_of(supplier_id, entry.supplier_name, entry.supplier_gstin)
+            if party is not None:
+                self._parties[supplier_id] = party["id"]
+            elif not self.create_parties:
+                missing = self.missing_party(supplier_id, entry.supplier_name,
+                                             entry.supplier_gstin)
+                raise LedgerRefused(f"{missing}; add the party in Tryton (or set "
+                                    "RECON_LEDGER_PARTY_BY), then retry the night")
+            else:
+                self._parties[supplier_id] = await self._party_by_name(supplier_id)
         return self._parties[supplier_id]
+
+    async def _party_by_name(self, supplier_id: str) -> int:
+        found = await self._call("model.party.party.search", [("name", "=", supplier_id)],
+                                 0, 1, None)
+        if not found:
+            try:
+                found = await self._call("model.party.party.create", [{"name": supplier_id}])
+            except LedgerRefused:  # another worker made it meanwhile: take that one
+                found = await self._call("model.party.party.search",
+                                         [("name", "=", supplier_id)], 0, 1, None)
+                if not found:
+                    raise
+        return found[0]
 
     # ------------------------------------------------------------------ the port
     async def _moves(self, keys: list[str]) -> list[dict]:
@@ -290,7 +353,7 @@ class TrytonLedger:
                 f"books in ₹ and recon assumes no exchange rate; post it by hand at the rate of "
                 f"the day")
         await self._prepare()
-        party = await self._party(entry.supplier_id)
+        party = await self._party(entry)
         period = await self._period(entry.business_date)
         # The payable takes the whole claim; the variance its taxable value and each tax part
         # its own account (the input tax the claim takes back), all on the other side.

@@ -2,7 +2,7 @@
 the books (migration 085). `ledger_entries` says what must be posted; a row here says where that
 entry is in the other system. Rows are added as `waiting` by step 7 (the run's live entries) and
 by the undo (reversals of entries the outside ledger holds), and moved on one at a time by
-activities/outside_ledger.py while it holds the run's fence.
+recon/ledger/pusher.py while it holds the run's fence.
 """
 
 from __future__ import annotations
@@ -46,10 +46,12 @@ async def enqueue_reversals(conn: asyncpg.Connection, workflow_id: str, referenc
 _PENDING = """
 SELECT l.reference, l.amount_paise, l.supplier_id, l.invoice_no, l.line_no, l.memo, l.reverses,
        l.posted_at::date AS posted_on, o.outside_id AS original_id, l.taxable_paise, l.cgst_paise,
-       l.sgst_paise, l.igst_paise, l.cess_paise, l.vat_paise, l.currency
+       l.sgst_paise, l.igst_paise, l.cess_paise, l.vat_paise, l.currency,
+       s.name AS supplier_name, s.gstin AS supplier_gstin
 FROM ledger_postings p
 JOIN ledger_entries l ON l.reference = p.reference
 LEFT JOIN ledger_postings o ON o.reference = l.reverses
+LEFT JOIN suppliers s ON s.supplier_id = l.supplier_id
 WHERE p.workflow_id = $1 AND p.state IN ('waiting', 'failed')
   AND ($2::text IS NULL OR l.supplier_id = $2)
   AND (l.reverses IS NOT NULL) = $3
@@ -62,6 +64,12 @@ async def pending(conn: asyncpg.Connection, workflow_id: str, supplier_id: str |
                   reversals: bool) -> list[asyncpg.Record]:
     """What is still to push, in key order (one order for racing workers)."""
     return await conn.fetch(_PENDING, workflow_id, supplier_id, reversals)
+
+
+async def wait_for_ledger(conn: asyncpg.Connection, seconds: int) -> None:
+    """Inside one entry's transaction: it may sit idle this long while the ledger answers (the
+    worker's connections otherwise end an idle transaction after a few seconds)."""
+    await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = '{int(seconds)}s'")
 
 
 async def still_pending(conn: asyncpg.Connection, reference: str) -> bool:
@@ -82,8 +90,10 @@ async def mark(conn: asyncpg.Connection, reference: str, state: str, outside_id:
 _TO_VERIFY = """
 SELECT p.reference, p.outside_id, l.amount_paise, l.supplier_id, l.invoice_no, l.line_no, l.memo,
        l.reverses, l.posted_at::date AS posted_on, l.taxable_paise, l.cgst_paise, l.sgst_paise,
-       l.igst_paise, l.cess_paise, l.vat_paise, l.currency
+       l.igst_paise, l.cess_paise, l.vat_paise, l.currency, s.name AS supplier_name,
+       s.gstin AS supplier_gstin
 FROM ledger_postings p JOIN live_ledger_entries l ON l.reference = p.reference
+LEFT JOIN suppliers s ON s.supplier_id = l.supplier_id
 WHERE p.workflow_id = $1 AND ($2::text IS NULL OR l.supplier_id = $2)
 ORDER BY p.reference
 """
@@ -129,3 +139,8 @@ async def states_of(conn: asyncpg.Connection | asyncpg.Pool,
         "SELECT reference, ledger, state, outside_id, words FROM ledger_postings"
         " WHERE reference = ANY($1::text[])", references)
     return {r["reference"]: r for r in rows}
+
+
+async def suppliers(conn: asyncpg.Connection | asyncpg.Pool) -> list[asyncpg.Record]:
+    """(supplier_id, name, gstin) of every supplier: what `recon ledger check` maps to parties."""
+    return await conn.fetch("SELECT supplier_id, name, gstin FROM suppliers ORDER BY supplier_id")

@@ -12,10 +12,10 @@ import os
 import asyncpg
 import pytest
 
-from activities import outside_ledger
-from activities.outside_ledger import push
 from recon.domain.errors import StaleAttempt
 from recon.domain.keys import undo_key
+from recon.ledger import pusher
+from recon.ledger.pusher import push
 from recon.ledger.tryton import TrytonLedger
 from recon.store import ledger_postings as postings
 from recon.store.fences import take_fence
@@ -29,7 +29,7 @@ _runs = itertools.count(1)
 
 def _ledger(tryton: TrytonServer) -> TrytonLedger:
     return TrytonLedger(tryton.url, "admin", ADMIN_PASSWORD, payable="AP", variance="PPV",
-                        journal="EXP")
+                        journal="EXP", create_parties=True)
 
 
 async def _owed(pool: asyncpg.Pool, n: int):
@@ -80,7 +80,7 @@ class _Paused(TrytonLedger):
 
     def __init__(self, tryton: TrytonServer, where: str) -> None:
         super().__init__(tryton.url, "admin", ADMIN_PASSWORD, payable="AP", variance="PPV",
-                         journal="EXP")
+                         journal="EXP", create_parties=True)
         self.where, self.reached, self.release = where, asyncio.Event(), asyncio.Event()
 
     async def _pause(self, where: str) -> None:
@@ -133,7 +133,7 @@ async def test_a_worker_frozen_inside_its_post_and_woken_after_a_takeover_posts_
     move. Tryton now holds A's move as a draft with a higher id than B's, A deletes it and
     takes B's: one posted move. (Frozen after its create instead: B finds A's draft, the lowest,
     and posts it; A finds it posted.)"""
-    monkeypatch.setattr(outside_ledger, "OUTSIDE_CALL_SECONDS", 2)
+    monkeypatch.setattr(pusher, "OUTSIDE_CALL_SECONDS", 2)
     wf, fence, wanted = await _owed(pool, 1)
     (key,) = wanted
     await _frozen_then_taken_over(pool, tryton, wf, fence, where, reversals=False)
@@ -153,7 +153,7 @@ async def test_an_undo_frozen_inside_its_cancel_and_woken_after_a_takeover_cance
     """The same window for the cancelling move `undo:{key}`: with a reconciling payable Tryton's
     cancel wizard refuses the second cancel (the original's line is reconciled already) and A
     takes the first; without one, A's reversal is a draft above B's, deleted."""
-    monkeypatch.setattr(outside_ledger, "OUTSIDE_CALL_SECONDS", 2)
+    monkeypatch.setattr(pusher, "OUTSIDE_CALL_SECONDS", 2)
     if not reconciles:
         (payable,) = tryton._rpc("model.account.account.search", [("code", "=", "AP")], 0, 1, None)
         tryton._rpc("model.account.account.write", [payable], {"reconcile": False})

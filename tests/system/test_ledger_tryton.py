@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 def _tryton_settings(queue: str, tryton: TrytonServer, **changes):
     env = tryton.env()
     return settings_for(queue, ledger="tryton", ledger_url=env["RECON_LEDGER_URL"],
-                        ledger_secret_file=env["RECON_LEDGER_SECRET_FILE"], **changes)
+                        ledger_secret_file=env["RECON_LEDGER_SECRET_FILE"],
+                        **{"ledger_create_parties": "true", **changes})
 
 
 async def _live_entries(pool: asyncpg.Pool, wf: str) -> dict[str, int]:

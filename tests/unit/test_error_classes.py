@@ -4,6 +4,7 @@ a temporary error is put in words a person reads in the handover note."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 
 import asyncpg
 import httpx2 as httpx
@@ -38,6 +39,9 @@ def _rpc(status: RPCStatusCode) -> RPCError:
 CONFLICT_WORDS = "database conflicts with a racing attempt"
 
 TEMPORARY = {
+    "body-cut": (http.client.IncompleteRead(b"{\"id\": 1, \"res", 40), "a connection cut mid-answer"),
+    "bad-status-line": (http.client.BadStatusLine("garbage"), "a connection cut mid-answer"),
+    "closed-before-answer": (http.client.RemoteDisconnected("closed"), "a connection cut mid-answer"),
     "pg-serialization": (asyncpg.SerializationError("could not serialize"), CONFLICT_WORDS),
     "pg-deadlock": (asyncpg.DeadlockDetectedError("deadlock"), CONFLICT_WORDS),
     "pg-too-many": (asyncpg.TooManyConnectionsError("too many"), "database unreachable"),

@@ -32,7 +32,9 @@ def start(directory: Path, year: int) -> tuple[subprocess.Popen, dict[str, str]]
                               stderr=subprocess.STDOUT)
     return server, {"RECON_LEDGER": "tryton",
                     "RECON_LEDGER_URL": f"http://127.0.0.1:{port}/{DATABASE}",
-                    "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password")}
+                    "RECON_LEDGER_SECRET_FILE": str(directory / "admin-password"),
+                    # a Tryton of its own, with none of the seed's suppliers as parties
+                    "RECON_LEDGER_CREATE_PARTIES": "true"}
 
 
 def stop(server: subprocess.Popen) -> None:

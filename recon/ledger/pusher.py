@@ -1,13 +1,16 @@
-"""Step 7 and the undo, toward an outside ledger (recon/ledger/): after the built-in insert, each
-entry owed to the other system is pushed there one at a time, check-then-post, inside a
-transaction that holds the run's fence (FOR SHARE on the fence row, as every ledger write does):
-a newer attempt taking the fence waits for the entry in flight to be recorded, and a stale attempt
-woken later finds its token stale and sends nothing.
+"""The outside-ledger pusher, beside its port: step 7 and the undo each call it once
+(`post_run`, `cancel_run`). After the built-in insert, each entry owed to the other system is
+pushed there one at a time, check-then-post, inside a transaction that holds the run's fence
+(FOR SHARE on the fence row, as every ledger write does): a newer attempt taking the fence waits
+for the entry in flight to be recorded, and a stale attempt woken later finds its token stale and
+sends nothing.
 
 A crashed attempt cannot see whether its last call landed, so for a ledger that only lets you look
 up (Tryton) every entry is looked up by its key first; a ledger that enforces a key answers a
 repeat with its first answer. What the ledger refuses is recorded as `failed` with its words (the
 entry stays owed, nothing is lost) and the step hands over naming them.
+
+Every SQL statement it needs is in recon/store/ledger_postings.py and recon/store/fences.py.
 """
 
 from __future__ import annotations
@@ -37,6 +40,25 @@ TAX_PARTS = ("cgst", "sgst", "igst", "cess", "vat")
 OUTSIDE_CALL_SECONDS = 100
 
 
+async def post_run(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence,
+                   workflow_id: str, supplier_id: str | None, step: str) -> int:
+    """Step 7: every live entry of the run (in scope) owed to the ledger, pushed there and then
+    checked there. Returns how many entries this attempt sent."""
+    await postings.enqueue_live(conn, workflow_id, supplier_id, ledger.name)
+    sent = await push(conn, ledger, fence, workflow_id, supplier_id, reversals=False, step=step)
+    await verify_outside(conn, ledger, workflow_id, supplier_id)
+    return sent
+
+
+async def cancel_run(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence,
+                     workflow_id: str, supplier_id: str | None, references: list[str],
+                     step: str) -> int:
+    """The undo: each reversal (of `references`) whose original reached the ledger cancels it
+    there, the ledger's way, keyed `undo:{key}`. Returns how many this attempt sent."""
+    await postings.enqueue_reversals(conn, workflow_id, references, ledger.name)
+    return await push(conn, ledger, fence, workflow_id, supplier_id, reversals=True, step=step)
+
+
 def _entry(workflow_id: str, row: asyncpg.Record) -> Entry:
     taxes = tuple((part, row[f"{part}_paise"]) for part in TAX_PARTS if row[f"{part}_paise"])
     return Entry(key=row["reference"], amount_paise=row["amount_paise"],
@@ -44,7 +66,8 @@ def _entry(workflow_id: str, row: asyncpg.Record) -> Entry:
                  line_no=row["line_no"], memo=row["memo"] or "",
                  business_date=_business_date(workflow_id, row["posted_on"]),
                  reverses=row["reverses"], taxable_paise=row["taxable_paise"], taxes=taxes,
-                 currency=row["currency"])
+                 currency=row["currency"], supplier_name=row["supplier_name"] or "",
+                 supplier_gstin=row["supplier_gstin"])
 
 
 def _disagreement(ledger: OutsideLedger, entry: Entry, found) -> LedgerDisagrees:
@@ -67,8 +90,7 @@ async def push(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence, wo
             async with conn.transaction():
                 # The worker's connections end a transaction idle for a few seconds (a frozen
                 # worker must not hold a lock for long); this one waits on the ledger's answers.
-                await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = "
-                                   f"'{OUTSIDE_CALL_SECONDS}s'")
+                await postings.wait_for_ledger(conn, OUTSIDE_CALL_SECONDS)
                 await fence.check(conn)  # FOR SHARE: held until this entry is recorded
                 if not await postings.still_pending(conn, entry.key):
                     continue
