@@ -67,6 +67,7 @@ async def _each(night: Night, stack: ScratchStack, plan: ChaosPlan, say: Callabl
                or time.monotonic() - night.started < last + MIN_GAP_SECONDS):
             await asyncio.sleep(0.05)
         fault.at = time.monotonic() - night.started
+        fault.work = night.progress
         stamp = f"[{fault.at:6.1f}s]"
         if fault.kind in ("kill", "freeze"):
             # A target that is serving: one still importing would be no test at all.

@@ -45,6 +45,7 @@ class Fault:
     due: int  # the moment: how much of the night's work (rows + history events) is done
     kind: str
     at: float = 0.0  # seconds into the night when it was done
+    work: int = 0  # the night's work done when it was done
     target: str = ""
     progress_after: float | None = None
     finished_after: float | None = None

@@ -131,6 +131,10 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     took = chaos.finished - chaos.started
     say(f"night under faults: {chaos.outcome} in {took:.1f} s")
     _report(chaos, say)
+    if plan.sources:
+        # Work below the items the control's fetch settled: the fetch had not finished then.
+        early = [f for f in chaos.faults if f.target and f.work < fetched["settled"]]
+        say(f"{len(early)} faults landed during the fetch ({', '.join(f.kind for f in early)})")
     if chaos.outcome != "Completed":
         raise ChaosFailed(f"the night under faults did not complete: {chaos.outcome}")
     expected = await snapshot(stack.database_url("control"), workflow_id)
