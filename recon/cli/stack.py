@@ -135,6 +135,11 @@ def chaos(
     ledger: Annotated[str | None, typer.Option(
         "--ledger", help="builtin (the default), or tryton: each night also posts into a real "
         "Tryton of its own, and the two books must agree.")] = None,
+    sources: Annotated[bool, typer.Option(
+        "--sources", help="The night's invoices come through sources (a Dovecot mailbox, a drop "
+        "folder) and its orders and receipts through ERP exports, fetched under the faults.")] = False,
+    mail_outage: Annotated[bool, typer.Option(
+        "--mail-outage", help="With --sources: the mail server is down for 60 s during the fetch.")] = False,
 ) -> None:
     """Run a seeded night (or --nights of them) clean and under random crashes on a scratch
     stack; compare row by row."""
@@ -155,7 +160,13 @@ def chaos(
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
                      business_date=business_date(date_), timeout=timeout, documents=format_,
-                     nights=nights, ledger=ledger)
+                     nights=nights, ledger=ledger, sources=sources, mail_outage=mail_outage)
+    if mail_outage and not sources:
+        raise Refused("--mail-outage takes --sources (the outage is of the night's mail server)")
+    if sources:
+        from recon.tools.chaos.sources import refuse_without_dovecot
+
+        refuse_without_dovecot(plan)
     from recon.tools.seed import plan_night
     from recon.tools.seed_formats import SEED_FORMATS
 

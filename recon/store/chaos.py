@@ -35,7 +35,9 @@ _PROGRESS_SQL = "SELECT " + " + ".join(
     for table in ("invoice_reads", "run_invoices", "model_calls", "line_matches", "stock_snapshots",
                   "comparisons", "mismatches", "ledger_entries", "stock_movements", "outbox",
                   "parked_items")
-)
+) + (
+    # step 1's fetch: an item counts once it is taken (a folder's claims are written at once)
+    " + (SELECT count(*) FROM source_items WHERE workflow_id = $1 AND outcome <> 'pending')")
 _PENDING_HANDOVER = ("SELECT step, error_type, error_message, posted::text FROM handovers "
                      "WHERE workflow_id = $1 AND decision IS NULL ORDER BY handover_no LIMIT 1")
 
@@ -94,3 +96,45 @@ async def ledger_rows(conn: Db, workflow_id: str) -> int:
     return await conn.fetchval(
         "SELECT count(*) FROM ledger_entries WHERE workflow_id = $1", workflow_id
     )
+
+
+# `recon chaos --sources`: what came in through the sources, compared between the nights as
+# (table, query) whose first columns are the key (a `copies` column counts rows of one key: an
+# item or a master-data row taken twice shows there). The night's folders sit under
+# `sources-{night}`, which the comparison normalises.
+SOURCE_ROWS: list[tuple[str, int, str]] = [
+    ("invoices", 1, "SELECT invoice_no, supplier_id, business_date::text AS day, warehouse, "
+                    "md5(document) AS document FROM invoices WHERE warehouse = $1"),
+    ("mail_messages", 1, "SELECT message_id, outcome, reason, documents, file_name FROM mail_messages"
+                         " WHERE warehouse = $1"),
+    ("source_items", 4, "SELECT s.kind, i.name, coalesce(i.uid, 0) AS uid, i.outcome, count(*) AS copies,"
+                        " min(i.reason) AS reason, sum(i.documents) AS documents FROM source_items i"
+                        " JOIN sources s ON s.id = i.source_id WHERE s.warehouse = $1"
+                        " GROUP BY 1, 2, 3, 4"),
+    ("suppliers", 1, "SELECT supplier_id, name, email FROM suppliers"
+                     " WHERE $1::text IS NOT NULL"),  # every supplier: the directory is shared
+    ("purchase_orders", 1, "SELECT po_number, supplier_id, ordered_on::text AS ordered_on FROM"
+                           " purchase_orders WHERE warehouse = $1"),
+    ("po_lines", 2, "SELECT l.po_number, l.sku, count(*) AS copies, min(l.qty_ordered) AS qty,"
+                    " min(l.unit_price_paise) AS price FROM po_lines l JOIN purchase_orders o"
+                    " USING (po_number) WHERE o.warehouse = $1 GROUP BY 1, 2"),
+    ("goods_receipts", 3, "SELECT po_number, sku, received_on::text AS received_on, count(*) AS copies,"
+                          " sum(qty_received) AS qty FROM goods_receipts WHERE warehouse = $1"
+                          " GROUP BY 1, 2, 3"),
+]
+
+
+async def source_rows(conn: Db, query: str, warehouse: str) -> list[asyncpg.Record]:
+    """One of SOURCE_ROWS for the chaos warehouse."""
+    return await conn.fetch(query, warehouse)
+
+
+async def fetched_items(conn: Db, workflow_id: str, warehouse: str) -> asyncpg.Record:
+    """What the night's fetch took: items settled (imported, filed, loaded), items still pending,
+    documents imported, and invoices the warehouse holds."""
+    return await conn.fetchrow(
+        "SELECT count(*) FILTER (WHERE outcome <> 'pending') AS settled,"
+        " count(*) FILTER (WHERE outcome = 'pending') AS pending,"
+        " coalesce(sum(documents), 0) AS documents,"
+        " (SELECT count(*) FROM invoices WHERE warehouse = $2) AS invoices"
+        " FROM source_items WHERE workflow_id = $1", workflow_id, warehouse)

@@ -262,9 +262,39 @@ async def scheduled_night(r: Recorder) -> None:
     await r.save("scheduled_starter", starter.id)
 
 
+async def sources_night(r: Recorder) -> None:
+    """A night that fetches its own documents (step 1's `fetch_sources`): the ERP's exports and a
+    drop folder of the examples, a worker killed between reading the 5th item and recording it."""
+    import re
+
+    from recon.sources.spec import parse
+    from recon.store import sources
+
+    name, examples = "srcnight", ROOT / "examples"
+    exports, drop = r.state / "erp-exports", r.state / "drop"
+    exports.mkdir()
+    shutil.copytree(examples / "invoices", drop)
+    for csv in ("suppliers.csv", "orders.csv", "receipts.csv"):
+        text = (examples / "master-data" / csv).read_text().replace(",ldh,", f",{name},")
+        (exports / csv).write_text(re.sub(r"(\d{4})-(\d{2})-(\d{2})", r"\3-\2-\1", text))
+    old = os.path.getmtime(drop) - 60  # settled: taken at once
+    for path in (*exports.iterdir(), *drop.iterdir()):
+        os.utime(path, (old, old))
+    for url, formats in ((f"erp:{exports}", {"date_format": "DD-MM-YYYY"}), (f"folder:{drop}", {})):
+        spec = parse(url, **formats)
+        await sources.add(r.pool, name, spec.kind, spec.url, spec.settings, spec.secret_ref)
+    queue = f"record-{name}"
+    doomed = r.worker(queue, RECON_FAILPOINTS="fetch_sources:5:first")
+    handle = await start_night(r.client, r.settings(queue), DAY, name)
+    await asyncio.to_thread(doomed.wait, 90)
+    r.worker(queue)
+    await handle.result()
+    await r.save("sources_night", handle.id)
+
+
 STORIES = {f.__name__: f for f in (crash_and_resume, handover_resume, handover_retry, handover_undo,
                                    gate_resume, undo_run, undo_supplier, redo_run,
-                                   scheduled_night)}
+                                   scheduled_night, sources_night)}
 
 
 async def main(names: list[str]) -> None:

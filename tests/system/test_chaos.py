@@ -76,10 +76,53 @@ def test_chaos_on_tryton_leaves_the_control_nights_moves_once_and_cleans_up() ->
 def test_chaos_refuses_bad_input_in_one_line() -> None:
     for args in (("--invoices", "0"), ("--kills", "-1"), ("--date", "2026-13-01"),
                  ("--invoices", "10", "--mismatches", "999"), ("--ledger", "sap"),
-                 ("--ledger", "tryton", "--nights", "2")):
+                 ("--ledger", "tryton", "--nights", "2"), ("--mail-outage",),
+                 ("--sources", "--format", "ubl"), ("--sources", "--nights", "2")):
         done = _chaos(*args, timeout=60)
         assert done.returncode != 0, args
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, args
+
+
+@pytest.mark.slow
+def test_chaos_through_the_sources_takes_every_item_once_and_equals_the_control() -> None:
+    """`--sources`: the night's invoices come by mail (Dovecot) and through a drop folder, its
+    orders and receipts as ERP exports; half the faults land while step 1 fetches them."""
+    from recon.runtime.imap_server import dovecot_path
+
+    if dovecot_path() is None:
+        pytest.skip("dovecot is not installed (.ci/run installs dovecot-imapd)")
+    before = _scratch_dirs()
+    done = _chaos("--sources", "--invoices", "150", "--kills", "3", "--freezes", "1",
+                  "--restarts", "1", "--seed", "3", "--timeout", "200", timeout=260)
+    out = done.stdout
+    assert out.strip().splitlines()[-1:] == ["PASS"], out[-4000:] + done.stderr[-2000:]
+    seeded = re.search(r"as each night's sources: (\d+) ERP export files, (\d+) files in a drop "
+                       r"folder, (\d+) mails in a Dovecot mailbox", out)
+    exports, files, mails = (int(n) for n in seeded.groups())
+    assert files + mails == 150 and mails == 50 and exports == 9, out[-4000:]
+    # Faults dealt into the fetch landed while it ran (the work done was below the fetch's).
+    early = int(re.search(r"^(\d+) faults landed during the fetch", out, re.M).group(1))
+    assert early >= 1, out[-4000:]
+    assert re.search(rf"^under faults: {exports + 150} of {exports + 150} items settled, 0 pending,"
+                     r" (\d+) documents imported, \1 invoices held$", out, re.M), out[-4000:]
+    control = re.search(r"^control: +(.*)$", out, re.M).group(1)
+    faults = re.search(r"^under faults: +(ledger_entries.*)$", out, re.M).group(1)
+    assert control == faults, out[-4000:]
+    assert f"source_items {exports + 150}" in control and "mail_messages 50" in control
+    assert _scratch_dirs() <= before, "the scratch stack's temp dir was removed"
+    assert not subprocess.run(["pgrep", "-f", "recon-chaos-"], capture_output=True).stdout, \
+        "no worker, server or mail server left behind"
+
+
+def test_chaos_sources_refuses_in_one_line_without_dovecot(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recon.domain.errors import Refused
+    from recon.tools.chaos import sources
+    from recon.tools.chaos.plan import ChaosPlan
+
+    monkeypatch.setattr(sources, "dovecot_path", lambda: None)
+    with pytest.raises(Refused) as refused:
+        sources.refuse_without_dovecot(ChaosPlan(sources=True))
+    assert "needs Dovecot" in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_first_difference_names_the_row_and_column() -> None:

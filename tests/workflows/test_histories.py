@@ -20,7 +20,8 @@ from tests.histories.replay import HISTORIES, kept_histories, recorded_patches, 
 from workflows.patches import PATCHES
 
 KEPT = {"crash_and_resume", "handover_resume", "handover_retry", "handover_undo", "gate_resume",
-        "undo_run", "undo_supplier", "redo_run", "scheduled_starter", "nightly_completed"}
+        "undo_run", "undo_supplier", "redo_run", "scheduled_starter", "nightly_completed",
+        "sources_night"}
 
 
 # Today's recordings, and those recorded by earlier workflow code (before decisions named their
@@ -62,4 +63,17 @@ def test_the_crash_history_holds_a_crash() -> None:
     events = json.loads((HISTORIES / "crash_and_resume.json").read_text())["events"]
     attempts = [e["activityTaskStartedEventAttributes"].get("attempt", 1) for e in events
                 if "activityTaskStartedEventAttributes" in e]
+    assert max(attempts) >= 2
+
+
+def test_the_sources_history_fetched_again_after_a_kill() -> None:
+    """The sources story pins the patched step 1: `fetch_sources` runs before `fetch_invoices`,
+    and its first attempt died mid-fetch (a worker killed), so a second attempt finished it."""
+    events = json.loads((HISTORIES / "sources_night.json").read_text())["events"]
+    scheduled = {e["eventId"]: e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+                 for e in events if "activityTaskScheduledEventAttributes" in e}
+    assert list(scheduled.values())[:2] == ["fetch_sources", "fetch_invoices"]
+    attempts = [e["activityTaskStartedEventAttributes"].get("attempt", 1) for e in events
+                if "activityTaskStartedEventAttributes" in e
+                and scheduled[e["activityTaskStartedEventAttributes"]["scheduledEventId"]] == "fetch_sources"]
     assert max(attempts) >= 2

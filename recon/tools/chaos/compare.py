@@ -7,6 +7,8 @@ make us pay for an invoice twice.
 
 from __future__ import annotations
 
+import re
+
 import asyncpg
 
 from recon.store import chaos
@@ -59,6 +61,29 @@ async def month_snapshot(url: str, workflow_ids: list[str], warehouse: str) -> d
         month["stock_levels"] = {(r["sku"],): {"qty_on_hand": r["qty_on_hand"]}
                                  for r in await chaos.stock_levels(conn, warehouse)}
         return month
+    finally:
+        await conn.close()
+
+
+_NIGHT_FOLDER = re.compile(r"sources-(control|chaos)\b")
+
+
+async def sources_snapshot(url: str, warehouse: str) -> dict[str, Rows]:
+    """What came in through the sources (`recon chaos --sources`): every document, message, item
+    and master-data row, keyed (a row taken twice shows in its `copies`). Each night's folders
+    are its own (`sources-control`, `sources-chaos`): that part of a path is normalised."""
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        tables: dict[str, Rows] = {}
+        for table, width, query in chaos.SOURCE_ROWS:
+            rows: Rows = {}
+            for r in await chaos.source_rows(conn, query, warehouse):
+                values = [_NIGHT_FOLDER.sub("sources-{night}", v) if isinstance(v, str) else v
+                          for v in r.values()]
+                rows[tuple(values[:width])] = dict(zip(list(r.keys())[width:], values[width:],
+                                                       strict=True))
+            tables[table] = rows
+        return tables
     finally:
         await conn.close()
 

@@ -5,7 +5,8 @@ finish). A freeze is SIGSTOP of a random worker for longer than the heartbeat ti
 hands its work to another attempt before the frozen one wakes up (SIGCONT) and carries on as if
 nothing happened. A server restart stops the server, leaves it down for a few seconds and starts
 it again on the same data and port: Postgres abruptly (crash recovery on restart), Temporal
-with SIGKILL (its history lives in a file).
+with SIGKILL (its history lives in a file). A mail-server outage (`recon chaos --sources
+--mail-outage`) stops Dovecot for MAIL_DOWN_SECONDS while the other faults go on landing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from recon.tools.chaos.plan import POSTGRES_DOWN_SECONDS, TEMPORAL_DOWN_SECONDS, ChaosPlan, Night
 from recon.tools.chaos.stack import ScratchStack
+
+MAIL_DOWN_SECONDS = 60.0
 
 MIN_GAP_SECONDS = 0.5
 
@@ -33,6 +36,29 @@ async def apply_faults(night: Night, stack: ScratchStack, plan: ChaosPlan,
 
 
 async def _apply(night: Night, stack: ScratchStack, plan: ChaosPlan, say: Callable[[str], None]) -> None:
+    outages: list[asyncio.Future] = []
+    try:
+        await _each(night, stack, plan, say, outages)
+        await asyncio.gather(*outages)  # the held step waits for the mail server too
+    finally:
+        for outage in outages:
+            outage.cancel()
+        await asyncio.gather(*outages, return_exceptions=True)
+
+
+async def _mail_back(night: Night, stack: ScratchStack, say: Callable[[str], None]) -> None:
+    """The mail server back on the same port and mailboxes after its outage, whatever happens."""
+    assert stack.mail is not None
+    try:
+        await asyncio.sleep(MAIL_DOWN_SECONDS)
+    finally:
+        await asyncio.to_thread(stack.mail.start)
+        say(f"[{time.monotonic() - night.started:6.1f}s] start the mail server again on the same "
+            "mailboxes")
+
+
+async def _each(night: Night, stack: ScratchStack, plan: ChaosPlan, say: Callable[[str], None],
+                outages: list[asyncio.Future]) -> None:
     rng = random.Random(f"{plan.seed}:targets")
     last = -MIN_GAP_SECONDS
     for fault in night.faults:
@@ -41,6 +67,7 @@ async def _apply(night: Night, stack: ScratchStack, plan: ChaosPlan, say: Callab
                or time.monotonic() - night.started < last + MIN_GAP_SECONDS):
             await asyncio.sleep(0.05)
         fault.at = time.monotonic() - night.started
+        fault.work = night.progress
         stamp = f"[{fault.at:6.1f}s]"
         if fault.kind in ("kill", "freeze"):
             # A target that is serving: one still importing would be no test at all.
@@ -64,6 +91,12 @@ async def _apply(night: Night, stack: ScratchStack, plan: ChaosPlan, say: Callab
                 night.fleet.freeze(worker, seconds)
                 say(f"{stamp} freeze {fault.target}: SIGSTOP for {seconds:.0f} s "
                     f"(heartbeat timeout {plan.heartbeat_seconds:.0f} s)")
+        elif fault.kind == "mail":
+            assert stack.mail is not None
+            fault.target = f"mail server (IMAP port {stack.mail.port})"
+            stack.mail.stop()
+            say(f"{stamp} stop the {fault.target}: down for {MAIL_DOWN_SECONDS:.0f} s")
+            outages.append(asyncio.ensure_future(_mail_back(night, stack, say)))
         elif fault.kind == "temporal":
             fault.target = f"Temporal dev server (port {stack.temporal.port})"
             stack.kill_temporal()

@@ -31,7 +31,7 @@ async def both_months(plan: ChaosPlan, stack: ScratchStack, fleets: list[WorkerF
     runs one night and reports its faults (given, so this module does not import its caller)."""
     from recon.tools.seed import seed_month
 
-    async def month(pool) -> None:
+    async def month(pool, night: str) -> None:
         await seed_month(pool, plan.business_date, WAREHOUSE, plan.nights, plan.invoices,
                          plan.mismatches, plan.seed, plan.documents, rebill=False)
 

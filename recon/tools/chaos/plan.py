@@ -36,6 +36,8 @@ class ChaosPlan:
     documents: str = "text"  # the seed's document format (`recon seed --format`)
     nights: int = 1  # >1: a seeded month of consecutive nights (`recon seed --nights`)
     ledger: str | None = None  # None: the built-in; "tryton": each night posts into its own too
+    sources: bool = False  # the night's documents and master data come through sources
+    mail_outage: bool = False  # with sources: the mail server down for 60 s during the fetch
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Fault:
     due: int  # the moment: how much of the night's work (rows + history events) is done
     kind: str
     at: float = 0.0  # seconds into the night when it was done
+    work: int = 0  # the night's work done when it was done
     target: str = ""
     progress_after: float | None = None
     finished_after: float | None = None

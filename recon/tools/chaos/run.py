@@ -22,7 +22,13 @@ from recon.domain.errors import ChaosFailed
 from recon.runtime.config import load_settings
 from recon.runtime.keyring import keyring_env
 from recon.store.db import connect_pool, migrate
-from recon.tools.chaos.compare import counts, first_difference, repeated_requests, snapshot
+from recon.tools.chaos.compare import (
+    counts,
+    first_difference,
+    repeated_requests,
+    snapshot,
+    sources_snapshot,
+)
 from recon.tools.chaos.faults import apply_faults
 from recon.tools.chaos.plan import (
     EXTRACT_BATCH,
@@ -86,9 +92,17 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
         await both_months(plan, stack, fleets, say, seed_both=seed_both, run_night=_run_night,
                           report=_report)
         return
-    await _seed(plan, stack)
-    say(f"seeded {plan.invoices} invoices, {plan.mismatches} mismatches (seed {plan.seed}, "
-        f"{plan.business_date}) into two databases")
+    went: dict[str, int] = {}
+    if plan.sources:
+        went = await _seed_sources(plan, stack)
+        say(f"seeded {plan.invoices} invoices, {plan.mismatches} mismatches (seed {plan.seed}, "
+            f"{plan.business_date}) as each night's sources: {went['exports']} ERP export files, "
+            f"{went['files']} files in a drop folder, {went['mails']} mails in a Dovecot mailbox "
+            f"(IMAP port {stack.mail.port})")
+    else:
+        await _seed(plan, stack)
+        say(f"seeded {plan.invoices} invoices, {plan.mismatches} mismatches (seed {plan.seed}, "
+            f"{plan.business_date}) into two databases")
     books: dict[str, dict[str, str]] = {}
     if plan.ledger == "tryton":
         from recon.tools.chaos import ledger
@@ -103,16 +117,32 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     say(f"control night: {control.outcome} in {control.finished - control.started:.1f} s")
     if control.outcome != "Completed":
         raise ChaosFailed(f"the control night did not complete: {control.outcome}")
-    chaos = await _run_night("chaos", plan, stack, fleets, say, faults=schedule(plan, control.progress),
+    workflow_id = f"recon-{plan.business_date}-{WAREHOUSE}"
+    if plan.sources:
+        from recon.tools.chaos.sources import schedule_sources
+
+        fetched = await _fetched(stack.database_url("control"), workflow_id)
+        say(f"control night fetched {fetched['settled']} items ({fetched['documents']} documents)")
+        faults = schedule_sources(plan, control.progress, fetched["settled"], plan.mail_outage)
+    else:
+        faults = schedule(plan, control.progress)
+    chaos = await _run_night("chaos", plan, stack, fleets, say, faults=faults,
                              ledger_env=books.get("chaos"))
     took = chaos.finished - chaos.started
     say(f"night under faults: {chaos.outcome} in {took:.1f} s")
     _report(chaos, say)
+    if plan.sources:
+        # Work below the items the control's fetch settled: the fetch had not finished then.
+        early = [f for f in chaos.faults if f.target and f.work < fetched["settled"]]
+        say(f"{len(early)} faults landed during the fetch ({', '.join(f.kind for f in early)})")
     if chaos.outcome != "Completed":
         raise ChaosFailed(f"the night under faults did not complete: {chaos.outcome}")
-    workflow_id = f"recon-{plan.business_date}-{WAREHOUSE}"
     expected = await snapshot(stack.database_url("control"), workflow_id)
     got = await snapshot(stack.database_url("chaos"), workflow_id)
+    if plan.sources:
+        await _each_once(stack.database_url("chaos"), workflow_id, went, say)
+        expected.update(await sources_snapshot(stack.database_url("control"), WAREHOUSE))
+        got.update(await sources_snapshot(stack.database_url("chaos"), WAREHOUSE))
     say(f"control:      {counts(expected)}")
     say(f"under faults: {counts(got)}")
     difference = first_difference(expected, got)
@@ -126,10 +156,53 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
         say(ledger.compare(await ledger.books(books["control"]), await ledger.books(books["chaos"])))
 
 
+async def _seed_sources(plan: ChaosPlan, stack: ScratchStack) -> dict[str, int]:
+    """Each night's world (recon/tools/chaos/sources.py): what went where, the same for both."""
+    from recon.tools.chaos import sources
+
+    stack.mail = await asyncio.to_thread(sources.start_mail_server, stack.root)
+    went: dict[str, dict[str, int]] = {}
+
+    async def world(pool, night: str) -> None:
+        went[night] = await sources.seed_sources(pool, plan, night, stack.root, stack.mail)
+
+    await seed_both(stack, world)
+    return went["chaos"]
+
+
+async def _fetched(url: str, workflow_id: str):
+    import asyncpg
+
+    from recon.store.chaos import fetched_items
+
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        return await fetched_items(conn, workflow_id, WAREHOUSE)
+    finally:
+        await conn.close()
+
+
+async def _each_once(url: str, workflow_id: str, went: dict[str, int],
+                     say: Callable[[str], None]) -> None:
+    """Every item of the night's sources settled once, none left pending, and the warehouse holds
+    exactly the documents the items imported (a document imported twice, or recorded and not
+    imported, shows here as well as in the row comparison)."""
+    fetched = await _fetched(url, workflow_id)
+    items = went["exports"] + went["files"] + went["mails"]
+    say(f"under faults: {fetched['settled']} of {items} items settled, {fetched['pending']} "
+        f"pending, {fetched['documents']} documents imported, {fetched['invoices']} invoices held")
+    if fetched["pending"] or fetched["settled"] != items:
+        raise ChaosFailed(f"the sources' items are not each taken once: {fetched['settled']} "
+                          f"settled and {fetched['pending']} pending of {items}")
+    if fetched["documents"] != fetched["invoices"]:
+        raise ChaosFailed(f"{fetched['documents']} documents imported by the fetch, but the "
+                          f"warehouse holds {fetched['invoices']} invoices")
+
+
 async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
     from recon.tools.seed import seed_night
 
-    async def one_night(pool) -> None:
+    async def one_night(pool, night: str) -> None:
         await seed_night(pool, plan.business_date, WAREHOUSE, plan.invoices, plan.mismatches,
                          plan.seed, plan.documents)
 
@@ -137,7 +210,8 @@ async def _seed(plan: ChaosPlan, stack: ScratchStack) -> None:
 
 
 async def seed_both(stack: ScratchStack, write: Callable) -> None:
-    """The two databases, migrated, each with the chaos approver, then `write(pool)` in each."""
+    """The two databases, migrated, each with the chaos approver, then `write(pool, night)` in
+    each."""
     import asyncpg
 
     from recon.ops.approvers import ensure_tool_approver
@@ -157,7 +231,7 @@ async def seed_both(stack: ScratchStack, write: Callable) -> None:
             # over is a FAIL, but whoever reads it on the scratch stack decides with this key.
             await ensure_tool_approver(pool, "chaos", "chaos@distributor.example",
                                        stack.root / "chaos-approver.pem")
-            await write(pool)
+            await write(pool, night)
         finally:
             await pool.close()
 
@@ -283,7 +357,7 @@ def _report(night: Night, say: Callable[[str], None]) -> None:
         progress = "never" if f.progress_after is None else f"{f.progress_after:5.1f} s"
         say(f"  {f.at:6.1f}s {f.kind:8} {f.target:32} crash → progress {progress}, "
             f"crash → finished {f.finished_after:5.1f} s")
-    for kind in ("kill", "freeze", "temporal", "postgres"):
+    for kind in ("kill", "freeze", "temporal", "postgres", "mail"):
         progress = sorted(f.progress_after for f in applied if f.kind == kind and f.progress_after
                           is not None)
         if progress:

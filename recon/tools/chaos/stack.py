@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port
+from recon.runtime.imap_server import DovecotServer
 
 NIGHTS = ("control", "chaos")
 
@@ -41,6 +42,7 @@ class ScratchStack:
     temporal: TemporalDevServer | None = None
     # other servers of the run (a night's Tryton with --ledger tryton): stopped by close()
     extra: list[subprocess.Popen] = field(default_factory=list)
+    mail: DovecotServer | None = None  # `recon chaos --sources`: the nights' mail server
 
     def start(self) -> None:
         self.postgres = EmbeddedPostgres(self.root)
@@ -77,6 +79,9 @@ class ScratchStack:
             with contextlib.suppress(Exception):
                 server.terminate()
                 server.wait(15)
+        if self.mail is not None:
+            with contextlib.suppress(Exception):
+                self.mail.stop()
         if self.temporal is not None:
             with contextlib.suppress(Exception):
                 self.temporal.stop()
