@@ -36,6 +36,7 @@ SIGNED_REQUESTS = "signed-requests"
 REDO_WEIGHS_AGAIN = "redo-weighs-again"
 EXTRACT_FEWER = "extract-fewer-batches"
 REFUSALS_NEVER_LOCK = "refusals-never-lock"
+MODEL_BATCHES = "model-batches"
 
 PATCHES: tuple[Patch, ...] = (
     Patch(RESUME_RERUNS_STEP, "2026-11-29",
@@ -63,4 +64,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(REFUSALS_NEVER_LOCK, "2026-12-06",
           "after MAX_REFUSED_PER_HANDOVER refused decisions on a handover no decision is taken "
           "(no approver_keys activity, no check of the signature in the workflow)"),
+    Patch(MODEL_BATCHES, "2026-12-07",
+          "step 2 asks every invoice interactively, whatever RECON_MODEL_MODE says (asked only in "
+          "batch mode, so interactive histories carry no marker)"),
 )
