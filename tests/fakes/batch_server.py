@@ -32,6 +32,7 @@ import email.policy
 import itertools
 import json
 import math
+import secrets
 import socket
 import threading
 import time
@@ -111,6 +112,7 @@ class BatchOpenAI(ScriptedOpenAI):
         self.batch_tokens = [0, 0]  # prompt, completion of the billed batch lines
         self._file_ids = itertools.count(1)
         self._batch_ids = itertools.count(1)
+        self._prefix = secrets.token_hex(4)  # ids unique across servers, as the provider's are
 
     # ------------------------------------------------------------------ what happened
     def billed(self) -> Counter[str]:
@@ -129,7 +131,7 @@ class BatchOpenAI(ScriptedOpenAI):
     # ------------------------------------------------------------------ files
     def upload(self, filename: str, purpose: str, content: bytes) -> dict:
         with self._lock:
-            stored = StoredFile(f"file-{next(self._file_ids):06d}", filename, purpose, content,
+            stored = StoredFile(f"file-{self._prefix}{next(self._file_ids):06d}", filename, purpose, content,
                                 int(time.time()))
             self.files[stored.id] = stored
         return stored.as_json()
@@ -151,7 +153,7 @@ class BatchOpenAI(ScriptedOpenAI):
         with self._lock:
             self.creates += 1
             batch = FakeBatch(
-                id=f"batch_{next(self._batch_ids):06d}", input_file_id=source.id,
+                id=f"batch_{self._prefix}{next(self._batch_ids):06d}", input_file_id=source.id,
                 endpoint=body["endpoint"], metadata=dict(body.get("metadata") or {}), lines=lines,
                 created=time.time(), completion_delay=self.completion_delay,
                 answer_only=self.answer_only, expire_after=self.expire_after,

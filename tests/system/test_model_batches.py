@@ -1,0 +1,158 @@
+"""Batch mode of step 2 against a loopback server speaking the Batch API (tests/fakes/batch_server.py),
+which counts every request it bills, batch lines and interactive ones alike.
+
+- a night in batch mode: one batch, every invoice answered once, the bill half the interactive
+  price of the same tokens, the books as the documents state them;
+- a cut reply to `batches.create`: the next attempt finds the batch by its metadata, creates none;
+- a worker killed after the create and before the record: still one batch;
+- a deadline reached with part answered: the batch is cancelled, its answers kept, only the rest
+  asked interactively, none twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from datetime import datetime, timedelta
+
+import asyncpg
+from temporalio.client import Client
+
+from recon.documents.extraction.offline import parse_document
+from recon.documents.extraction.schema import UnreadableInvoice
+from recon.domain.keys import number_of
+from recon.ops.inspection import inspect_run
+from recon.tools.seed import seed_night
+from tests.fakes.batch_server import BatchOpenAI
+from tests.fakes.openai_server import API_KEY, MODEL
+from tests.helpers import inprocess_worker, settings_for, start
+
+PRICE_IN, PRICE_OUT = 0.15, 0.60
+INVOICES = 40
+
+
+def _settings(queue: str, fake: BatchOpenAI, **changes):
+    values = dict(openai_api_key=API_KEY, openai_base_url=fake.base_url, model=MODEL,
+                  model_timeout=3.0, model_retry_wait=0.2, model_price_in=PRICE_IN,
+                  model_price_out=PRICE_OUT, extract_batch_size=10, model_mode="batch",
+                  model_batch_poll_seconds=0.5)
+    return settings_for(queue, **(values | changes))
+
+
+async def _books(pool: asyncpg.Pool, wf: str) -> list[tuple]:
+    """The night's ledger as an outsider reads it, without the run's id in the keys."""
+    rows = await pool.fetch("SELECT invoice_no, supplier_id, amount_paise FROM ledger_entries"
+                            " WHERE workflow_id = $1 ORDER BY invoice_no, amount_paise", wf)
+    return [tuple(r) for r in rows]
+
+
+async def _lines(pool: asyncpg.Pool, wf: str) -> list[tuple]:
+    rows = await pool.fetch("SELECT invoice_no, line_no, sku, qty, unit_price_paise FROM"
+                            " invoice_lines WHERE workflow_id = $1 ORDER BY 1, 2", wf)
+    return [tuple(r) for r in rows]
+
+
+async def _document_lines(pool: asyncpg.Pool, wf: str) -> list[tuple]:
+    rows = await pool.fetch("SELECT invoice_no, document FROM run_invoices WHERE workflow_id = $1", wf)
+    lines = []
+    for r in rows:
+        try:
+            read = parse_document(r["document"])
+        except UnreadableInvoice:
+            continue
+        lines += [(r["invoice_no"], ln.line_no, ln.sku, ln.quantity, ln.unit_price_paise)
+                  for ln in read.lines]
+    return sorted(lines)
+
+
+async def _night(pool, client, settings, day, warehouse):
+    async with inprocess_worker(settings):
+        handle = await start(client, settings, day, warehouse)
+        result = await asyncio.wait_for(handle.result(), 180)
+    assert result.status == "Completed"
+    return handle.id
+
+
+async def test_a_batch_night_costs_half_and_books_the_same(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    with BatchOpenAI(completion_delay=1.0) as fake:
+        batch_wf = await _night(pool, client, _settings(queue, fake), day, warehouse)
+        assert fake.creates == 1  # one batch for the night
+        assert fake.interactive() == []  # nothing asked interactively
+        assert fake.answered_twice() == []
+        batch_billed = sum(fake.billed().values())
+        tokens_in, tokens_out = fake.batch_tokens
+    facts = await inspect_run(client, pool, batch_wf)
+
+    # The bill: the tokens the server billed, at half the interactive price of the same tokens.
+    assert facts["model_requests_batch"] == facts["model_requests"] == batch_billed == INVOICES
+    assert facts["model_requests_interactive"] == 0
+    assert len(facts["model_batches"]) == 1
+    assert facts["model_tokens"] == tokens_in + tokens_out
+    interactive_price = (tokens_in * PRICE_IN + tokens_out * PRICE_OUT) / 1_000_000
+    assert 0 < facts["model_cost_usd"] <= 0.5 * interactive_price + 1e-6
+    assert abs(facts["model_cost_usd"] - 0.5 * interactive_price) < 1e-6
+    # The books: every invoice's lines as its document states them (what an interactive night
+    # books: the fake answers both ways from the same reading), the seeded mismatches posted.
+    assert await _lines(pool, batch_wf) == await _document_lines(pool, batch_wf)
+    assert len(await _books(pool, batch_wf)) == facts["ledger_rows"] > 0
+    outcomes = Counter(r["outcome"] for r in await pool.fetch(
+        "SELECT outcome FROM model_calls WHERE workflow_id = $1 AND batch_key IS NOT NULL", batch_wf))
+    assert outcomes == Counter({"answered": batch_billed})
+    summary = await pool.fetchval(
+        "SELECT body FROM outbox WHERE workflow_id = $1 AND kind = 'summary'", batch_wf)
+    assert "in 1 batch (batch_" in summary
+
+
+async def test_a_cut_reply_to_create_finds_the_batch_and_creates_none(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    with BatchOpenAI(completion_delay=0.5) as fake:
+        fake.cut_create_replies = 1
+        wf = await _night(pool, client, _settings(queue, fake), day, warehouse)
+        assert fake.creates == 1  # the cut one: the next attempt found it by its metadata
+        assert fake.lists >= 1
+        assert fake.interactive() == []
+        assert fake.answered_twice() == []
+        (batch_id,) = fake.batches
+    stored = await pool.fetchval("SELECT batch_id FROM model_batches WHERE workflow_id = $1", wf)
+    assert stored == batch_id
+
+
+async def test_a_deadline_cancels_keeps_the_answers_and_asks_only_the_rest(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    day, warehouse, queue = night
+    seeded = await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    bound = INVOICES - 0  # every seeded document is text: model-bound
+    with BatchOpenAI(completion_delay=0.5) as fake:
+        fake.answer_only = 25  # the batch answers 25, then never finishes
+        fake.cancel_takes = 1.0
+        deadline = (datetime.now() + timedelta(seconds=4)).strftime("%H:%M:%S")
+        wf = await _night(pool, client, _settings(queue, fake, model_batch_deadline=deadline),
+                          day, warehouse)
+        assert fake.creates == 1
+        (batch,) = fake.batches.values()
+        assert batch.status == "cancelled"
+        in_batch = {number_of(k) for k in fake.batch_billed}
+        asked = Counter(fake.interactive())
+        assert len(in_batch) == 25
+        assert set(asked) & in_batch == set()  # none of the 25 asked again
+        assert len(asked) == bound - 25
+        assert fake.answered_twice() == []
+    rows = await pool.fetch("SELECT invoice_no, outcome, batch_key FROM model_calls"
+                            " WHERE workflow_id = $1", wf)
+    batch_rows = Counter(r["outcome"] for r in rows if r["batch_key"])
+    assert batch_rows == Counter({"answered": 25, "cancelled": bound - 25})
+    interactive = Counter(r["outcome"] for r in rows if not r["batch_key"])
+    assert interactive["answered"] == bound - 25
+    assert len(seeded.unreadable) >= 0
+    facts = await inspect_run(client, pool, wf)
+    assert facts["model_requests_batch"] == bound and facts["model_requests_interactive"] == bound - 25
+    assert json.dumps(facts["model_batches"]) == json.dumps([batch.id])
