@@ -151,8 +151,10 @@ class ModelBatchActivities(Room):
         """One look. Returns the batch's final status, or raises to be asked again after the
         workflow's fixed interval (the retries are not in the history)."""
         row = await store.batch_row(self.pool, group.key)
-        if row["read_at"] is not None or row["status"] in OVER:
+        if row["read_at"] is not None:
             return row["status"]
+        # Even a status recorded as over is looked at again: only a look records the files
+        # (a batch found by its metadata is recorded with its status, without them).
         model = self._model()
         try:
             batch = await model.look(row["batch_id"])

@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import display
     from workflows.policies import MODEL_TIMEOUT
 
-LOOK_TIMEOUT = timedelta(minutes=5)  # one look at a batch (and a cancel past the deadline)
+LOOK_TIMEOUT = timedelta(minutes=2)  # one look (and a cancel): a worker killed in it costs this much
 WAIT_AT_MOST = timedelta(hours=26)  # the provider's 24 h window, and room to read its end
 
 

@@ -17,6 +17,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 import asyncpg
+import pytest
 from temporalio.client import Client
 
 from recon.documents.extraction.offline import parse_document
@@ -26,7 +27,7 @@ from recon.ops.inspection import inspect_run
 from recon.tools.seed import seed_night
 from tests.fakes.batch_server import BatchOpenAI
 from tests.fakes.openai_server import API_KEY, MODEL
-from tests.helpers import inprocess_worker, settings_for, start
+from tests.helpers import inprocess_worker, settings_for, start, wait_for
 
 PRICE_IN, PRICE_OUT = 0.15, 0.60
 INVOICES = 40
@@ -156,3 +157,36 @@ async def test_a_deadline_cancels_keeps_the_answers_and_asks_only_the_rest(
     facts = await inspect_run(client, pool, wf)
     assert facts["model_requests_batch"] == bound and facts["model_requests_interactive"] == bound - 25
     assert json.dumps(facts["model_batches"]) == json.dumps([batch.id])
+
+
+@pytest.mark.parametrize("point", ["before_upload", "after_upload", "after_create", "mid_read"])
+async def test_a_worker_killed_anywhere_in_the_batch_makes_one_batch_paid_once(
+    pool: asyncpg.Pool, client: Client, night, spawn_worker, point: str
+) -> None:
+    """SIGKILL at each point of submit and read (`after_create`: the batch made, its id not yet
+    recorded): the successor finds what was done, and the night has one batch, each invoice
+    answered once, nothing asked interactively."""
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    with BatchOpenAI(completion_delay=0.5) as fake:
+        env = fake.env() | {"RECON_HEARTBEAT_SECONDS": "2"}
+        doomed = spawn_worker(queue, **env, RECON_FAILPOINTS=f"model_batch:{point}:kill")
+        settings = settings_for(queue, model_mode="batch", model_batch_poll_seconds=0.5,
+                                heartbeat_seconds=2)
+        handle = await start(client, settings, day, warehouse)
+        await wait_for(lambda: asyncio.sleep(0, doomed.process.poll() is not None), 120,
+                       f"the worker to die at {point}", every=0.1)
+        assert doomed.process.returncode == -9
+        spawn_worker(queue, **env)
+        result = await asyncio.wait_for(handle.result(), 180)
+        assert result.status == "Completed"
+        assert fake.creates == 1
+        assert len(fake.batches) == 1
+        assert fake.interactive() == []
+        assert fake.answered_twice() == []
+        assert sum(fake.billed().values()) == INVOICES
+    outcomes = Counter(r["outcome"] for r in await pool.fetch(
+        "SELECT outcome FROM model_calls WHERE workflow_id = $1", handle.id))
+    assert outcomes == Counter({"answered": INVOICES})
+    assert await pool.fetchval("SELECT count(*) FROM model_batches WHERE workflow_id = $1"
+                               " AND read_at IS NOT NULL", handle.id) == 1
