@@ -32,6 +32,10 @@ async def batches_first(act, wf: str, poll_seconds: float, progress: Progress) -
     keys = await act(ModelBatchActivities.submit_model_batches, ModelBatchNight(workflow_id=wf),
                      MODEL_TIMEOUT)
     interval = timedelta(seconds=poll_seconds)
+    if keys:  # the Web UI's details (no event): `recon status` counts the answers as they come
+        workflow.set_current_details(
+            f"**extract_lines**: waiting for the model's batch ({len(keys)} "
+            f"{'batch' if len(keys) == 1 else 'batches'}; `recon status` shows N of M answered)")
     total = Count(count=0, parked=0)
 
     async def one(key: str) -> None:

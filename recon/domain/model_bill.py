@@ -37,6 +37,15 @@ class ModelBill:
     batch_requests: int = 0  # of `requests`, those sent in a batch (the rest: interactive)
     batched: int = 0  # batch requests whose batch has not been read yet
     batch_ids: tuple[str, ...] = ()  # the provider's ids of the night's batches
+    waiting_answered: int = 0  # of the batches not read yet: answered so far (last look)
+    waiting_requests: int = 0  # and their requests
+
+    def waiting(self) -> str | None:
+        """While step 2 waits for its batches: how far they are (`recon status`)."""
+        if not self.waiting_requests:
+            return None
+        return (f"waiting for the model's batch ({self.waiting_answered:,} of "
+                f"{self.waiting_requests:,} answered)")
 
     @property
     def tokens(self) -> int:

@@ -12,7 +12,6 @@ which counts every request it bills, batch lines and interactive ones alike.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -24,6 +23,7 @@ from recon.documents.extraction.offline import parse_document
 from recon.documents.extraction.schema import UnreadableInvoice
 from recon.domain.keys import number_of
 from recon.ops.inspection import inspect_run
+from recon.store.model_bill import model_bill
 from recon.tools.seed import seed_night
 from tests.fakes.batch_server import BatchOpenAI
 from tests.fakes.openai_server import API_KEY, MODEL
@@ -126,37 +126,61 @@ async def test_a_cut_reply_to_create_finds_the_batch_and_creates_none(
     assert stored == batch_id
 
 
-async def test_a_deadline_cancels_keeps_the_answers_and_asks_only_the_rest(
-    pool: asyncpg.Pool, client: Client, night
+@pytest.mark.parametrize("ending", ["deadline", "expired", "failed"])
+async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_rest(
+    pool: asyncpg.Pool, client: Client, night, ending: str
 ) -> None:
+    """The deadline passes with 25 of 40 answered (the batch is cancelled, slowly), the batch
+    expires with 25 answered, or fails at validation with none: the answers it has are kept and
+    paid once, only the rest are asked interactively, and the night completes."""
     day, warehouse, queue = night
-    seeded = await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
-    bound = INVOICES - 0  # every seeded document is text: model-bound
+    await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    kept = 0 if ending == "failed" else 25
+    changes = {}
     with BatchOpenAI(completion_delay=0.5) as fake:
-        fake.answer_only = 25  # the batch answers 25, then never finishes
-        fake.cancel_takes = 1.0
-        deadline = (datetime.now() + timedelta(seconds=4)).strftime("%H:%M:%S")
-        wf = await _night(pool, client, _settings(queue, fake, model_batch_deadline=deadline),
-                          day, warehouse)
+        fake.answer_only = kept  # the batch answers these, then never finishes by itself
+        if ending == "deadline":
+            fake.cancel_takes = 1.0
+            changes["model_batch_deadline"] = (datetime.now() + timedelta(seconds=8)).strftime(
+                "%H:%M:%S")
+        elif ending == "expired":
+            fake.expire_after = 6.0
+        else:
+            fake.fail_next = True
+        settings = _settings(queue, fake, **changes)
+        async with inprocess_worker(settings):
+            handle = await start(client, settings, day, warehouse)
+            wf = handle.id
+            if ending != "failed":  # what `recon status` says while the night waits
+                waiting = f"waiting for the model's batch ({kept} of {INVOICES} answered)"
+                await wait_for(lambda: _waiting(pool, wf, waiting), 60, waiting, every=0.2)
+            result = await asyncio.wait_for(handle.result(), 180)
+        assert result.status == "Completed"
         assert fake.creates == 1
         (batch,) = fake.batches.values()
-        assert batch.status == "cancelled"
+        assert batch.status == {"deadline": "cancelled"}.get(ending, ending)
         in_batch = {number_of(k) for k in fake.batch_billed}
         asked = Counter(fake.interactive())
-        assert len(in_batch) == 25
-        assert set(asked) & in_batch == set()  # none of the 25 asked again
-        assert len(asked) == bound - 25
+        assert len(in_batch) == kept
+        assert set(asked) & in_batch == set()  # none of the batch's answers asked again
+        assert len(asked) == INVOICES - kept
         assert fake.answered_twice() == []
     rows = await pool.fetch("SELECT invoice_no, outcome, batch_key FROM model_calls"
                             " WHERE workflow_id = $1", wf)
+    unanswered = {"deadline": "cancelled", "expired": "error", "failed": "error"}[ending]
     batch_rows = Counter(r["outcome"] for r in rows if r["batch_key"])
-    assert batch_rows == Counter({"answered": 25, "cancelled": bound - 25})
+    assert batch_rows == Counter({"answered": kept, unanswered: INVOICES - kept}) - Counter()
     interactive = Counter(r["outcome"] for r in rows if not r["batch_key"])
-    assert interactive["answered"] == bound - 25
-    assert len(seeded.unreadable) >= 0
+    assert interactive == Counter({"answered": INVOICES - kept})
     facts = await inspect_run(client, pool, wf)
-    assert facts["model_requests_batch"] == bound and facts["model_requests_interactive"] == bound - 25
-    assert json.dumps(facts["model_batches"]) == json.dumps([batch.id])
+    assert facts["model_requests_batch"] == INVOICES
+    assert facts["model_requests_interactive"] == INVOICES - kept
+    assert facts["model_batches"] == [batch.id]
+    assert facts["model_calls"] == INVOICES
+
+
+async def _waiting(pool: asyncpg.Pool, wf: str, text: str) -> bool:
+    return (await model_bill(pool, wf)).waiting() == text
 
 
 @pytest.mark.parametrize("point", ["before_upload", "after_upload", "after_create", "mid_read"])
