@@ -168,7 +168,8 @@ class BatchOpenAI(ScriptedOpenAI):
         step = self._next_step(invoice_of(document_of(user)))
         if step[:1].isdigit():
             status = int(step.partition(":")[0])
-            batch.answers[line["custom_id"]] = (status, _error(f"scripted {status}", "server_error"))
+            batch.answers[line["custom_id"]] = (status, json.loads(_error(f"scripted {status}",
+                                                                          "server_error")))
             return
         content = model_answer(user)
         prompt = "".join(m["content"] for m in line["body"]["messages"])

@@ -214,3 +214,32 @@ async def test_a_worker_killed_anywhere_in_the_batch_makes_one_batch_paid_once(
     assert outcomes == Counter({"answered": INVOICES})
     assert await pool.fetchval("SELECT count(*) FROM model_batches WHERE workflow_id = $1"
                                " AND read_at IS NOT NULL", handle.id) == 1
+
+
+async def test_error_lines_follow_the_interactive_rules(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    """A line the batch answered with a 500 is asked again interactively (once it answers); a
+    line refused for its document (400) parks the invoice and is never asked again."""
+    day, warehouse, queue = night
+    seeded = await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    rows = await pool.fetch("SELECT invoice_no FROM invoices WHERE business_date = $1 AND"
+                            " warehouse = $2 ORDER BY invoice_no", datetime.fromisoformat(day).date(),
+                            warehouse)
+    unreadable = set(map(number_of, seeded.unreadable))
+    flaky, refused = [r["invoice_no"] for r in rows if r["invoice_no"] not in unreadable][:2]
+    with BatchOpenAI(completion_delay=0.5) as fake:
+        fake.script(flaky, "500", "ok")
+        fake.script(refused, "400")
+        wf = await _night(pool, client, _settings(queue, fake), day, warehouse)
+        assert fake.interactive() == [flaky]
+        assert fake.answered_twice() == []
+    calls = [(number_of(r["invoice_no"]), r["outcome"], r["status_code"], r["batch_key"] is not None)
+             for r in await pool.fetch("SELECT invoice_no, outcome, status_code, batch_key FROM"
+                                       " model_calls WHERE workflow_id = $1 ORDER BY id", wf)]
+    assert [c[1:] for c in calls if c[0] == flaky] == [("error", 500, True), ("answered", 200, False)]
+    assert [c[1:] for c in calls if c[0] == refused] == [("error", 400, True)]
+    parked = {number_of(r["invoice_no"]): r["reason"] for r in await pool.fetch(
+        "SELECT invoice_no, reason FROM parked_items WHERE workflow_id = $1", wf)}
+    assert parked[refused].startswith("model failed: the provider refused this document: 400")
+    assert flaky not in parked
