@@ -21,6 +21,9 @@ Behaviour, set on the instance before the batch is created:
 - `cancel_takes`: seconds a cancel stays `cancelling` before `cancelled`;
 - `cut_create_replies`: that many next creates make the batch and then cut the connection without
   a reply (the client cannot know whether its create landed);
+- `outage_after_create`: the next create makes the batch, then the whole batch interface
+  answers 503 for that many seconds (that create's reply included): a provider outage at the
+  worst moment;
 - per-line errors: `script(invoice_no, "500")` (the scripted steps of `ScriptedOpenAI`): a line
   whose step is a status is written to the error file with that status.
 """
@@ -104,6 +107,8 @@ class BatchOpenAI(ScriptedOpenAI):
         self.fail_next = False
         self.cancel_takes = 0.0
         self.cut_create_replies = 0
+        self.outage_after_create = 0.0
+        self.down_until = 0.0  # the batch interface answers 503 until then
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, FakeBatch] = {}
         self.creates = 0  # POST /v1/batches received (cut or not)
@@ -323,6 +328,12 @@ class _BatchHandler(BaseHTTPRequestHandler):
         self._reply(401, _error("Incorrect API key provided.", "invalid_api_key"))
         return False
 
+    def _down(self) -> bool:
+        if time.time() < self.server.fake.down_until:
+            self._reply(503, _error("The server is overloaded or not ready yet.", "server_error"))
+            return True
+        return False
+
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
@@ -347,7 +358,7 @@ class _BatchHandler(BaseHTTPRequestHandler):
                 return
             seen.answered = time.time()
             return
-        if not self._authorized():
+        if not self._authorized() or self._down():
             return
         if path == "/v1/files":
             message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
@@ -369,6 +380,11 @@ class _BatchHandler(BaseHTTPRequestHandler):
                 cut = status == 200 and fake.cut_create_replies > 0
                 if cut:
                     fake.cut_create_replies -= 1
+                if status == 200 and fake.outage_after_create:
+                    fake.down_until = time.time() + fake.outage_after_create
+                    fake.outage_after_create = 0.0
+            if self._down():
+                return
             if cut:  # the batch is made; the reply never arrives
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -390,7 +406,7 @@ class _BatchHandler(BaseHTTPRequestHandler):
             payload = json.dumps([r.__dict__ for r in fake.snapshot()]).encode()
             self._reply(200, payload)
             return
-        if not self._authorized():
+        if not self._authorized() or self._down():
             return
         if path == "/v1/files":
             self._reply(200, fake.list_files(query))

@@ -243,3 +243,20 @@ async def test_error_lines_follow_the_interactive_rules(
         "SELECT invoice_no, reason FROM parked_items WHERE workflow_id = $1", wf)}
     assert parked[refused].startswith("model failed: the provider refused this document: 400")
     assert flaky not in parked
+
+
+async def test_an_outage_right_after_the_create_still_makes_one_batch(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    """The create lands, then the provider answers 503 to everything (the create's reply too)
+    for 8 s: the attempts look for the batch until the provider is back, and create none."""
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    with BatchOpenAI(completion_delay=0.5) as fake:
+        fake.outage_after_create = 8.0
+        wf = await _night(pool, client, _settings(queue, fake), day, warehouse)
+        assert fake.creates == 1
+        assert fake.interactive() == []
+        assert fake.answered_twice() == []
+    assert await pool.fetchval("SELECT count(*) FROM model_calls WHERE workflow_id = $1"
+                               " AND outcome = 'answered'", wf) == INVOICES
