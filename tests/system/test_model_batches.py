@@ -28,6 +28,7 @@ from recon.tools.seed import seed_night
 from tests.fakes.batch_server import BatchOpenAI
 from tests.fakes.openai_server import API_KEY, MODEL
 from tests.helpers import inprocess_worker, settings_for, start, wait_for
+from tests.histories.replay import replayer
 
 PRICE_IN, PRICE_OUT = 0.15, 0.60
 INVOICES = 40
@@ -156,6 +157,7 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
                 await wait_for(lambda: _waiting(pool, wf, waiting), 60, waiting, every=0.2)
             result = await asyncio.wait_for(handle.result(), 180)
         assert result.status == "Completed"
+        history = await handle.fetch_history()
         assert fake.creates == 1
         (batch,) = fake.batches.values()
         assert batch.status == {"deadline": "cancelled"}.get(ending, ending)
@@ -177,6 +179,18 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
     assert facts["model_requests_interactive"] == INVOICES - kept
     assert facts["model_batches"] == [batch.id]
     assert facts["model_calls"] == INVOICES
+    # The wait: one activity in the history however many looks it took (the retries are not
+    # events), and the batch branch replays.
+    scheduled = [e for e in history.events if e.activity_task_scheduled_event_attributes.activity_type.name
+                 == "wait_for_model_batch"]
+    started = [e.activity_task_started_event_attributes.attempt for e in history.events
+               if e.HasField("activity_task_started_event_attributes")
+               and e.activity_task_started_event_attributes.scheduled_event_id == scheduled[0].event_id]
+    assert len(scheduled) == 1
+    if ending != "failed":
+        assert started[0] >= 5, started
+    replayed = await replayer().replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure
 
 
 async def _waiting(pool: asyncpg.Pool, wf: str, text: str) -> bool:
