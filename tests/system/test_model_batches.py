@@ -12,6 +12,7 @@ which counts every request it bills, batch lines and interactive ones alike.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -274,3 +275,29 @@ async def test_an_outage_right_after_the_create_still_makes_one_batch(
         assert fake.answered_twice() == []
     assert await pool.fetchval("SELECT count(*) FROM model_calls WHERE workflow_id = $1"
                                " AND outcome = 'answered'", wf) == INVOICES
+
+
+@pytest.mark.slow  # two whole 312-invoice nights
+async def test_the_seed_night_in_each_mode(pool: asyncpg.Pool, client: Client, night) -> None:
+    """The seed's night (312 invoices) in batch mode and, on a second warehouse seeded alike,
+    interactively: one batch, and the batch bill at most half of the interactive one per token
+    (the two nights' documents differ by a few characters, so it is compared per token)."""
+    day, warehouse, queue = night
+    measured = {}
+    for mode, wh in (("batch", warehouse), ("interactive", f"{warehouse}i")):
+        await seed_night(pool, day, wh, invoices=312)
+        with BatchOpenAI(completion_delay=5.0) as fake:
+            began = time.monotonic()
+            wf = await _night(pool, client, _settings(f"{queue}{mode[0]}", fake, model_mode=mode),
+                              day, wh)
+            seconds = time.monotonic() - began
+            assert fake.creates == (1 if mode == "batch" else 0)
+            assert fake.answered_twice() == []
+        facts = await inspect_run(client, pool, wf)
+        measured[mode] = facts
+        print(f"{mode}: {facts['model_requests']} requests, {facts['model_tokens']} tokens, "
+              f"US${facts['model_cost_usd']:.6f}, {seconds:.1f} s (batch completion delay 5 s)")
+    per_token = {m: f["model_cost_usd"] / f["model_tokens"] for m, f in measured.items()}
+    assert per_token["batch"] <= 0.5 * per_token["interactive"] * 1.02
+    assert measured["batch"]["model_requests_batch"] == measured["batch"]["model_requests"]
+    assert len(measured["batch"]["model_batches"]) == 1
