@@ -4,9 +4,14 @@ occurrence, and output and error lines read as answers and failures."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+from activities.model_batches import batch_prices
 from recon.documents.extraction.batch_model import cut_into_groups, deadline_after, line_of, read_line
+from recon.runtime.config import load_settings
 
 IST = timezone(timedelta(hours=5, minutes=30))
 
@@ -51,3 +56,28 @@ def test_output_and_error_lines() -> None:
     expired = read_line(json.dumps({"custom_id": "a", "response": None, "error": {
         "code": "batch_expired", "message": "window"}}), requests)
     assert expired.status is None and expired.code == "batch_expired" and not expired.rejected
+
+
+@pytest.mark.parametrize(("name", "value", "words"), [
+    ("RECON_MODEL_MODE", "batches", "RECON_MODEL_MODE must be one of interactive, batch"),
+    ("RECON_MODEL_BATCH_DEADLINE", "25:00", "RECON_MODEL_BATCH_DEADLINE must be HH:MM[:SS] in local"),
+    ("RECON_MODEL_BATCH_DEADLINE", "5", "RECON_MODEL_BATCH_DEADLINE must be HH:MM[:SS] in local"),
+    ("RECON_MODEL_BATCH_PRICE_IN", "-1", "RECON_MODEL_BATCH_PRICE_IN must be a finite number"),
+    ("RECON_MODEL_BATCH_PRICE_FACTOR", "2", "RECON_MODEL_BATCH_PRICE_FACTOR must be at most 1"),
+])
+def test_bad_batch_settings_are_refused_in_one_line(monkeypatch: pytest.MonkeyPatch, name: str,
+                                                    value: str, words: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=re.escape(words)):
+        load_settings()
+
+
+def test_batch_prices_default_to_half_and_can_be_explicit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECON_MODEL_PRICE_IN", "0.15")
+    monkeypatch.setenv("RECON_MODEL_PRICE_OUT", "0.60")
+    assert batch_prices(load_settings()) == (0.075, 0.30)
+    monkeypatch.setenv("RECON_MODEL_BATCH_PRICE_OUT", "0.5")
+    monkeypatch.setenv("RECON_MODEL_BATCH_DEADLINE", "5:30")
+    settings = load_settings()
+    assert batch_prices(settings) == (0.075, 0.5)
+    assert settings.model_batch_deadline == "05:30:00"
