@@ -21,7 +21,7 @@ which asks only invoices that have neither an extraction nor a parking: nothing 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import openai
 from temporalio import activity
@@ -54,6 +54,8 @@ from recon.store.invoices import not_yet_extracted
 
 FAILPOINT = "model_batch"  # positions: before_upload, after_upload, after_create, mid_read
 LAST_SEQ = 2**31 - 1
+# An uncertain create is not made again until this long (at least) after the first try.
+MIN_SETTLE_SECONDS = 10.0
 UPLOAD_TIMEOUT = 600.0  # seconds for one file up or down (up to 200 MB)
 
 
@@ -130,6 +132,12 @@ class ModelBatchActivities(Room):
             if found is not None:
                 await store.set_batch(self.pool, key, found.id, found.status)
                 return
+            # Not there: a create that timed out may still be landing. Create again only once no
+            # create of ours can still be in flight (twice the call's timeout after the first).
+            settle = timedelta(seconds=max(2 * self.settings.model_timeout, MIN_SETTLE_SECONDS))
+            if datetime.now(UTC) < group["create_started_at"] + settle:
+                raise ConnectionError(f"the model's batch for {key}: a create may still be landing;"
+                                      " looking again before creating one")
         since = await store.mark_create_started(self.pool, key)
         metadata = {"recon_key": key, "recon_night": group["workflow_id"][:500],
                     "recon_generation": str(group["generation"]),

@@ -21,6 +21,8 @@ Behaviour, set on the instance before the batch is created:
 - `cancel_takes`: seconds a cancel stays `cancelling` before `cancelled`;
 - `cut_create_replies`: that many next creates make the batch and then cut the connection without
   a reply (the client cannot know whether its create landed);
+- `create_lands_after`: the next create is made only after that many seconds (a client with a
+  shorter timeout has given up by then: its create lands after it stopped waiting);
 - `outage_after_create`: the next create makes the batch, then the whole batch interface
   answers 503 for that many seconds (that create's reply included): a provider outage at the
   worst moment;
@@ -108,6 +110,7 @@ class BatchOpenAI(ScriptedOpenAI):
         self.cancel_takes = 0.0
         self.cut_create_replies = 0
         self.outage_after_create = 0.0
+        self.create_lands_after = 0.0
         self.down_until = 0.0  # the batch interface answers 503 until then
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, FakeBatch] = {}
@@ -375,6 +378,9 @@ class _BatchHandler(BaseHTTPRequestHandler):
                                          upload.get_payload(decode=True)))
             return
         if path == "/v1/batches":
+            with fake._lock:
+                late, fake.create_lands_after = fake.create_lands_after, 0.0
+            time.sleep(late)
             status, answer = fake.create(json.loads(raw or b"{}"))
             with fake._lock:
                 cut = status == 200 and fake.cut_create_replies > 0

@@ -301,3 +301,18 @@ async def test_the_seed_night_in_each_mode(pool: asyncpg.Pool, client: Client, n
     assert per_token["batch"] <= 0.5 * per_token["interactive"] * 1.02
     assert measured["batch"]["model_requests_batch"] == measured["batch"]["model_requests"]
     assert len(measured["batch"]["model_batches"]) == 1
+
+
+async def test_a_create_that_lands_after_the_timeout_is_not_made_twice(
+    pool: asyncpg.Pool, client: Client, night
+) -> None:
+    """The create's reply times out (3 s) and the batch is made only at 5 s: the scan right after
+    the timeout finds nothing, and no attempt creates another until the first one has landed."""
+    day, warehouse, queue = night
+    await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
+    with BatchOpenAI(completion_delay=0.5) as fake:
+        fake.create_lands_after = 5.0
+        await _night(pool, client, _settings(queue, fake), day, warehouse)
+        assert fake.creates == 1
+        assert fake.interactive() == []
+        assert fake.answered_twice() == []
