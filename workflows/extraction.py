@@ -39,8 +39,7 @@ Act = Callable[[Callable[..., Any], Any, timedelta], Awaitable[Any]]
 
 
 async def extract_all(act: Act, wf: str, invoices: int, extract_batch_size: int,
-                      progress: Progress, model_mode: str = "interactive",
-                      poll_seconds: float = 60.0) -> Count:
+                      progress: Progress, model_mode: str, poll_seconds: float) -> Count:
     """Many model calls in parallel, in batches: few enough activities for any night. In batch
     mode the provider's batch interface answers first; these ask only what it did not."""
     if model_mode == "batch" and workflow.patched(MODEL_BATCHES):
