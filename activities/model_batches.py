@@ -21,6 +21,7 @@ which asks only invoices that have neither an extraction nor a parking: nothing 
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 
 import openai
@@ -128,7 +129,7 @@ class ModelBatchActivities(Room):
         failpoints.hit(FAILPOINT, "after_upload")
         if group["create_started_at"] is not None:
             # An earlier attempt tried: its batch may exist. Look before creating another.
-            found = await model.find_batch(key, group["create_started_at"])
+            found = await model.find_batch(key, file_id, group["create_started_at"])
             if found is not None:
                 await store.set_batch(self.pool, key, found.id, found.status)
                 return
@@ -146,7 +147,7 @@ class ModelBatchActivities(Room):
             batch = await model.create(file_id, metadata)
         except (openai.APIConnectionError, openai.InternalServerError):
             # The reply was lost (a cut, a timeout) or the server failed: the batch may exist.
-            found = await model.find_batch(key, since)
+            found = await model.find_batch(key, file_id, since)
             if found is None:
                 raise  # temporary: the next attempt looks again before creating
             batch = found
@@ -176,8 +177,10 @@ class ModelBatchActivities(Room):
             deadline = row["deadline_at"]
             if (deadline is not None and datetime.now(UTC) >= deadline
                     and batch.status != "cancelling"):
-                await model.cancel(row["batch_id"])
-                await store.mark_cancel_asked(self.pool, group.key)
+                with contextlib.suppress(openai.OpenAIError):
+                    # Refused (already over, already cancelling) or lost: the next look tells.
+                    await model.cancel(row["batch_id"])
+                    await store.mark_cancel_asked(self.pool, group.key)
         except openai.OpenAIError as exc:
             failure = describe(exc)
             if failure.kind == "unknown":  # a wrong key, a batch the provider does not know

@@ -33,7 +33,7 @@ RUNNING = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
 OVER = frozenset({"completed", "cancelled", "expired", "failed"})
 # A create found in the provider's list must be newer than our first try at it, less this margin
 # (the provider's clock and ours): older batches end the scan.
-CLOCK_MARGIN = timedelta(minutes=10)
+CLOCK_MARGIN = timedelta(minutes=30)
 LIST_PAGE = 100
 
 _RESPONSE_FORMAT = type_to_response_format_param(InvoiceAnswer)
@@ -124,6 +124,24 @@ def lines_of(text: str, requests: dict[str, str]) -> Iterable[Line]:
             yield read_line(raw, requests)
 
 
+class _Scan:
+    """When a newest-first scan may stop: after a whole page's worth of items in a row older than
+    the floor (a list not quite in order does not end it early), or at an item seen before (a
+    server whose paging goes round in circles)."""
+
+    def __init__(self, floor: float) -> None:
+        self.floor = floor
+        self.older_in_a_row = 0
+        self.seen: set[str] = set()
+
+    def done(self, item_id: str, created_at: float) -> bool:
+        if item_id in self.seen:
+            return True
+        self.seen.add(item_id)
+        self.older_in_a_row = self.older_in_a_row + 1 if created_at < self.floor else 0
+        return self.older_in_a_row >= LIST_PAGE
+
+
 class BatchModel:
     """The SDK calls of batch mode, on the extractor's client (no SDK retries)."""
 
@@ -134,10 +152,11 @@ class BatchModel:
     async def find_file(self, name: str, since: datetime) -> str | None:
         """An input file of ours uploaded by an earlier attempt (newest first, down to `since`)."""
         floor = (since - CLOCK_MARGIN).timestamp()
+        scan = _Scan(floor)
         async for stored in self.client.files.list(purpose="batch", limit=LIST_PAGE):
             if stored.filename == name:
                 return stored.id
-            if stored.created_at < floor:
+            if scan.done(stored.id, stored.created_at):
                 return None
         return None
 
@@ -146,14 +165,16 @@ class BatchModel:
                                                 timeout=self.upload_timeout)
         return stored.id
 
-    async def find_batch(self, key: str, since: datetime) -> openai.types.Batch | None:
-        """The batch whose metadata names this group, scanning the provider's list newest first
-        (it has no filter) down to batches older than our first create."""
-        floor = (since - CLOCK_MARGIN).timestamp()
+    async def find_batch(self, key: str, input_file_id: str,
+                         since: datetime) -> openai.types.Batch | None:
+        """The batch whose metadata names this group (or, should the list drop the metadata,
+        that reads this group's uploaded file), scanning the provider's list newest first (it has
+        no filter) down to batches older than our first create."""
+        scan = _Scan((since - CLOCK_MARGIN).timestamp())
         async for batch in self.client.batches.list(limit=LIST_PAGE):
-            if (batch.metadata or {}).get("recon_key") == key:
+            if (batch.metadata or {}).get("recon_key") == key or batch.input_file_id == input_file_id:
                 return batch
-            if batch.created_at < floor:
+            if scan.done(batch.id, batch.created_at):
                 return None
         return None
 
