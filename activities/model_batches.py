@@ -56,7 +56,7 @@ from recon.store.invoices import not_yet_extracted
 FAILPOINT = "model_batch"  # positions: before_upload, after_upload, after_create, mid_read
 LAST_SEQ = 2**31 - 1
 # An uncertain create is not made again until this long (at least) after the first try.
-MIN_SETTLE_SECONDS = 10.0
+MIN_SETTLE_SECONDS = 30.0
 UPLOAD_TIMEOUT = 600.0  # seconds for one file up or down (up to 200 MB)
 
 
@@ -172,8 +172,10 @@ class ModelBatchActivities(Room):
             failed = counts.failed if counts else 0
             await store.set_progress(self.pool, group.key, batch.status, answered, failed,
                                      batch.output_file_id, batch.error_file_id)
-            if batch.status in OVER:
+            if batch.status in OVER and (answered == 0 or batch.output_file_id):
                 return batch.status
+            # Over with answers but no output file yet: reading now would ask them again (paid
+            # twice), so the night waits for the file.
             deadline = row["deadline_at"]
             if (deadline is not None and datetime.now(UTC) >= deadline
                     and batch.status != "cancelling"):
@@ -183,7 +185,7 @@ class ModelBatchActivities(Room):
                     await store.mark_cancel_asked(self.pool, group.key)
         except openai.OpenAIError as exc:
             failure = describe(exc)
-            if failure.kind == "unknown":  # a wrong key, a batch the provider does not know
+            if failure.status in (401, 403):  # the key: no later look can succeed
                 raise ApplicationError(f"the model's batch {row['batch_id']}: {failure.text()}",
                                        type="ModelUnavailable", non_retryable=True) from None
             raise ApplicationError(f"waiting for the model's batch ({row['answered']} of "
@@ -204,8 +206,16 @@ class ModelBatchActivities(Room):
         model = self._model()
         calls = {r["invoice_no"]: r for r in await store.requests_of(self.pool, group.key)}
         requests = {inv: r["request"] for inv, r in calls.items()}
-        lines = [*lines_of(await model.content(row["output_file_id"]), requests),
-                 *lines_of(await model.content(row["error_file_id"]), requests)]
+        try:
+            output = await model.content(row["output_file_id"])
+            errors = await model.content(row["error_file_id"])
+        except openai.APIStatusError as exc:
+            if exc.status_code in (401, 403):
+                raise
+            # A file the provider does not serve yet (404) or a server error: read again later.
+            raise ConnectionError(f"the model's batch files for {group.key}: "
+                                  f"{describe(exc).text()}") from None
+        lines = [*lines_of(output, requests), *lines_of(errors, requests)]
         docs = await store.documents_of(self.pool, group.workflow_id, list(calls))
         results: list[Result] = []
         unanswered: list[tuple[str, str, int | None, str | None]] = []
