@@ -20,6 +20,8 @@ def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRe
         extract_batch_size=settings.extract_batch_size,
         post_batch_size=settings.post_batch_size,
         heartbeat_seconds=settings.heartbeat_seconds,
+        model_mode=settings.model_mode,
+        model_batch_poll_seconds=settings.model_batch_poll_seconds,
         reminder_utc_time=settings.reminder_utc_time,
     )
 

@@ -12,6 +12,7 @@ from activities.handovers import HandoverActivities
 from activities.invoices import InvoiceActivities
 from activities.matching import MatchingActivities
 from activities.messages import MessageActivities
+from activities.model_batches import ModelBatchActivities
 from activities.posting import PostingActivities
 from activities.requests import RequestActivities
 from activities.resources import Resources
@@ -29,6 +30,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
     matching = MatchingActivities(resources)
     weighing = WeighingActivities(resources)
     extraction = ExtractionActivities(resources)
+    model_batches = ModelBatchActivities(resources)
     posting = PostingActivities(resources)
     messages = MessageActivities(resources)
     handover = HandoverActivities(resources)
@@ -40,6 +42,9 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
         sources.fetch_sources,
         invoices.fetch_invoices,
         extraction.extract_lines,
+        model_batches.submit_model_batches,
+        model_batches.wait_for_model_batch,
+        model_batches.read_model_batch,
         matching.match_orders,
         matching.read_stock,
         weighing.compare_quantities,

@@ -19,7 +19,8 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain import steps
     from recon.domain.models import Count, ExtractBatch, Progress
     from workflows import display
-    from workflows.patches import EXTRACT_FEWER, EXTRACT_WINDOW
+    from workflows.model_batches import batches_first
+    from workflows.patches import EXTRACT_FEWER, EXTRACT_WINDOW, MODEL_BATCHES
     from workflows.policies import MODEL_TIMEOUT
 
 # At most this many activities a night: each costs the engine ~10-20 ms of CPU (schedule, start,
@@ -38,8 +39,18 @@ Act = Callable[[Callable[..., Any], Any, timedelta], Awaitable[Any]]
 
 
 async def extract_all(act: Act, wf: str, invoices: int, extract_batch_size: int,
-                      progress: Progress) -> Count:
-    """Many model calls in parallel, in batches: few enough activities for any night."""
+                      progress: Progress, model_mode: str, poll_seconds: float) -> Count:
+    """Many model calls in parallel, in batches: few enough activities for any night. In batch
+    mode the provider's batch interface answers first; these ask only what it did not."""
+    if model_mode == "batch" and workflow.patched(MODEL_BATCHES):
+        batched = await batches_first(act, wf, poll_seconds, progress)
+        rest = await _extract_all(act, wf, invoices, extract_batch_size, progress)
+        return Count(count=batched.count + rest.count, parked=batched.parked + rest.parked)
+    return await _extract_all(act, wf, invoices, extract_batch_size, progress)
+
+
+async def _extract_all(act: Act, wf: str, invoices: int, extract_batch_size: int,
+                       progress: Progress) -> Count:
     windowed = workflow.patched(EXTRACT_WINDOW)
     if not windowed:
         most = MAX_EXTRACT_ACTIVITIES_BEFORE_WINDOW

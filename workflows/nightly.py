@@ -221,7 +221,8 @@ class NightlyReconciliation:
         for step in steps.READ_AND_COMPARE:
             if step is steps.EXTRACT_LINES:  # many activities in waves, not one
                 result = await self._step(step.name, lambda: extract_all(
-                    self._act, wf, p.invoices, self._req.extract_batch_size, self._progress))
+                    self._act, wf, p.invoices, self._req.extract_batch_size, self._progress,
+                    self._req.model_mode, self._req.model_batch_poll_seconds))
             else:
                 result = await self._step(
                     step.name, lambda act=read_activities[step.name]: self._act(act, step_input))

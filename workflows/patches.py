@@ -37,6 +37,7 @@ REDO_WEIGHS_AGAIN = "redo-weighs-again"
 EXTRACT_FEWER = "extract-fewer-batches"
 REFUSALS_NEVER_LOCK = "refusals-never-lock"
 SOURCES_FETCH = "sources-fetch"
+MODEL_BATCHES = "model-batches"
 
 PATCHES: tuple[Patch, ...] = (
     Patch(RESUME_RERUNS_STEP, "2026-11-29",
@@ -67,4 +68,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(SOURCES_FETCH, "2026-12-07",
           "step 1 fixes the night from what was imported by hand only (no fetch_sources activity "
           "before fetch_invoices)"),
+    Patch(MODEL_BATCHES, "2026-12-07",
+          "step 2 asks every invoice interactively, whatever RECON_MODEL_MODE says (asked only in "
+          "batch mode, so interactive histories carry no marker)"),
 )

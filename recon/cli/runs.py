@@ -190,7 +190,9 @@ def _model_bill_line(wid: str) -> str:
 
     async def go() -> str:
         async with database(migrated=False, max_size=1) as pool:
-            return (await model_bill(pool, wid)).line()
+            bill = await model_bill(pool, wid)
+            waiting = bill.waiting()
+            return bill.line() + (f"\n{waiting[0].upper()}{waiting[1:]}" if waiting else "")
 
     try:
         return asyncio.run(go())

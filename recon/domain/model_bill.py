@@ -34,6 +34,18 @@ class ModelBill:
     completion_tokens: int
     cost_usd: float
     read_without_model: int = 0  # documents read by a local reader, no model asked
+    batch_requests: int = 0  # of `requests`, those sent in a batch (the rest: interactive)
+    batched: int = 0  # batch requests whose batch has not been read yet
+    batch_ids: tuple[str, ...] = ()  # the provider's ids of the night's batches
+    waiting_answered: int = 0  # of the batches not read yet: answered so far (last look)
+    waiting_requests: int = 0  # and their requests
+
+    def waiting(self) -> str | None:
+        """While step 2 waits for its batches: how far they are (`recon status`)."""
+        if not self.waiting_requests:
+            return None
+        return (f"waiting for the model's batch ({self.waiting_answered:,} of "
+                f"{self.waiting_requests:,} answered)")
 
     @property
     def tokens(self) -> int:
@@ -41,12 +53,18 @@ class ModelBill:
 
     def line(self) -> str:
         """One line for people: the summary mail and `recon status`."""
-        others = [f"{n} {label}" for n, label in ((self.errors, "failed"),
+        others = [f"{n} {label}" for n, label in ((self.batched, "waiting in a batch"),
+                  (self.errors, "failed"),
                   (self.cancelled, "cancelled"), (self.lost, "lost"), (self.in_flight, "in flight"))
                   if n]
         extra = f" ({', '.join(others)})" if others else ""
         local = (f"; {count(self.read_without_model, 'document')} read without the model"
                  if self.read_without_model else "")
+        modes = ""
+        if self.batch_requests:
+            modes = (f"; {self.batch_requests:,} in {count(len(self.batch_ids), 'batch', 'batches')} "
+                     f"({', '.join(self.batch_ids[:5])}{' …' if len(self.batch_ids) > 5 else ''}), "
+                     f"{self.requests - self.batch_requests:,} interactive")
         return (f"Model bill: US${self.cost_usd:,.4f} for {count(self.requests, 'request')}{extra}, "
                 f"{self.answered:,} answered, {count(self.tokens, 'token')} "
-                f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out){local}")
+                f"({self.prompt_tokens:,} in, {self.completion_tokens:,} out){modes}{local}")

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from recon.domain import keys
 from recon.domain.labels import RunStatus
-from recon.domain.settings_table import default_of, run_input
+from recon.domain.settings_table import MODEL_MODES, default_of, run_input
 
 
 class RunRequest(BaseModel):
@@ -23,6 +23,10 @@ class RunRequest(BaseModel):
     extract_batch_size: int = Field(**run_input("RECON_EXTRACT_BATCH"))
     post_batch_size: int = Field(**run_input("RECON_POST_BATCH"))
     heartbeat_seconds: float = Field(**run_input("RECON_HEARTBEAT_SECONDS"))
+    # Step 2 through the provider's batch interface (docs/model-calls.md "Batch mode"), and how
+    # long the night waits between two looks at its batch.
+    model_mode: str = Field(default=default_of("RECON_MODEL_MODE"), pattern=f"^({'|'.join(MODEL_MODES)})$")
+    model_batch_poll_seconds: float = Field(**run_input("RECON_MODEL_BATCH_POLL"))
     # While a handover waits, a reminder goes out each morning at this UTC time (09:00 IST).
     reminder_utc_time: str = Field(default=default_of("RECON_REMINDER_UTC"),
                                    pattern=r"^\d{2}:\d{2}:\d{2}$")
@@ -45,6 +49,17 @@ class StepInput(BaseModel):
     workflow_id: str
     business_date: str
     warehouse: str
+
+
+class ModelBatchNight(BaseModel):
+    workflow_id: str
+
+
+class ModelBatchGroup(BaseModel):
+    """One group of a night's batch mode: its key in `model_batches`."""
+
+    workflow_id: str
+    key: str
 
 
 class ExtractBatch(BaseModel):

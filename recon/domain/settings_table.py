@@ -22,6 +22,9 @@ OPTIONAL = "text, may be unset"
 WHOLE = "whole number"
 NUMBER = "number"
 CLOCK = "UTC time"
+LOCAL_CLOCK = "local time, may be unset"
+MODE = "`interactive` or `batch`"
+MODEL_MODES = ("interactive", "batch")
 
 MAX_PAISE = 10**15  # ₹10 lakh crore: no limit in paise above this is meant (and sums stay exact)
 
@@ -167,6 +170,29 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
         Setting("RECON_MODEL_MAX_DOCUMENT_BYTES", "model_max_document_bytes", WHOLE, 100_000,
                 "a document larger than this (UTF-8 bytes) is parked without being sent to the model",
                 low=1, high=50_000_000),
+        Setting("RECON_MODEL_MODE", "model_mode", MODE, "interactive",
+                "`interactive` (one request at a time) or `batch` (the night's model-bound invoices "
+                "through the provider's batch interface, at the batch price); fixed in a run's input "
+                "when it starts"),
+        Setting("RECON_MODEL_BATCH_POLL", "model_batch_poll_seconds", NUMBER, 60.0,
+                "seconds between two looks at a batch while the night waits for it; fixed in a run's "
+                "input when it starts", low=0, above=True, high=3600),
+        Setting("RECON_MODEL_BATCH_DEADLINE", "model_batch_deadline", LOCAL_CLOCK, None,
+                "local time (`HH:MM[:SS]`, the worker's time zone) after which a batch not yet done is "
+                "cancelled, its answers kept and the rest asked interactively; unset: wait for the "
+                "provider (24 h at most)"),
+        Setting("RECON_MODEL_BATCH_PRICE_FACTOR", "model_batch_price_factor", NUMBER, 0.5,
+                "a batch request's price as a share of `RECON_MODEL_PRICE_IN` / `_OUT` (OpenAI: half)",
+                low=0, high=1),
+        Setting("RECON_MODEL_BATCH_PRICE_IN", "model_batch_price_in", OPTIONAL, None,
+                "USD per million prompt tokens in a batch, instead of the factor"),
+        Setting("RECON_MODEL_BATCH_PRICE_OUT", "model_batch_price_out", OPTIONAL, None,
+                "USD per million completion tokens in a batch, instead of the factor"),
+        Setting("RECON_MODEL_BATCH_MAX_REQUESTS", "model_batch_max_requests", WHOLE, 50_000,
+                "requests per batch (the provider's limit: 50,000)", low=1, high=50_000),
+        Setting("RECON_MODEL_BATCH_MAX_BYTES", "model_batch_max_bytes", WHOLE, 200_000_000,
+                "bytes per batch input file (the provider's limit: 200 MB)", low=1_000,
+                high=200_000_000),
     )),
     ("Logs and metrics", (
         Setting("RECON_LOG_FORMAT", None, OPTIONAL, None,

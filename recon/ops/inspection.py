@@ -25,7 +25,9 @@ async def inspect_run(client: Client, pool: asyncpg.Pool, workflow_id: str) -> d
     # had a row); `model_requests` counts what a model was asked, `read_without_model` the rest
     counts.update(model_calls=bill.answered + bill.read_without_model,
                   model_requests=bill.requests, read_without_model=bill.read_without_model,
-                  model_tokens=bill.tokens, model_cost_usd=bill.cost_usd)
+                  model_tokens=bill.tokens, model_cost_usd=bill.cost_usd,
+                  model_requests_interactive=bill.requests - bill.batch_requests,
+                  model_requests_batch=bill.batch_requests, model_batches=list(bill.batch_ids))
     facts: dict = {"run": workflow_id}
     # Lines the night held awaiting receipt (billed ahead of their goods), as the JSON reads them.
     held = [

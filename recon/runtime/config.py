@@ -17,7 +17,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from recon.domain.redaction import remember
-from recon.domain.settings_table import CLOCK, NUMBER, OPTIONAL, SETTINGS, WHOLE, Setting, default_of
+from recon.domain.settings_table import (
+    CLOCK,
+    LOCAL_CLOCK,
+    MODE,
+    MODEL_MODES,
+    NUMBER,
+    OPTIONAL,
+    SETTINGS,
+    WHOLE,
+    Setting,
+    default_of,
+)
 from recon.domain.settings_table import MAX_PAISE as MAX_PAISE  # bench and tests import it from here
 from recon.runtime.keyring import Keyring, keyring_from
 
@@ -57,7 +68,7 @@ def write_env_file(path: Path, values: dict[str, str]) -> None:
 # Every variable recon reads, with its default (None: unset), for the callers that want a dict.
 DEFAULTS: dict[str, str | int | float | None] = {row.name: row.default for row in SETTINGS}
 
-_TYPES = {WHOLE: int, NUMBER: float, OPTIONAL: str | None}  # the rest are text: str
+_TYPES = {WHOLE: int, NUMBER: float, OPTIONAL: str | None, LOCAL_CLOCK: str | None}  # the rest are text: str
 
 # What `load_settings` read: one field per row that has one, and the keyring the payload keys make.
 Settings = make_dataclass("Settings", [
@@ -121,12 +132,49 @@ def _clock(values: dict[str, str], row: Setting) -> str:
     return f"{h:02d}:{m:02d}:{sec:02d}"
 
 
-_READERS = {WHOLE: _whole, NUMBER: _number, CLOCK: _clock}  # the rest are text, never refused
+def _local_clock(values: dict[str, str], row: Setting) -> str | None:
+    raw = values.get(row.name)
+    if not raw:
+        return None
+    parts = raw.split(":")
+    try:
+        h, m, sec = (int(p) for p in (parts + ["0", "0"])[:3])
+    except ValueError:
+        raise ValueError(f"{row.name} must be HH:MM[:SS] in local time, got {raw!r}") from None
+    if len(parts) < 2 or len(parts) > 3 or not (0 <= h < 24 and 0 <= m < 60 and 0 <= sec < 60):
+        raise ValueError(f"{row.name} must be HH:MM[:SS] in local time, got {raw!r}")
+    return f"{h:02d}:{m:02d}:{sec:02d}"
+
+
+def _mode(values: dict[str, str], row: Setting) -> str:
+    raw = values.get(row.name) or str(row.default)
+    if raw not in MODEL_MODES:
+        raise ValueError(f"{row.name} must be one of {', '.join(MODEL_MODES)}, got {raw!r}")
+    return raw
+
+
+def _optional_price(values: dict[str, str], row: Setting) -> str | None:
+    raw = values.get(row.name)
+    if not raw:
+        return None
+    try:
+        number = float(raw)
+    except ValueError:
+        raise ValueError(f"{row.name} must be a number, got {raw!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{row.name} must be a finite number of at least 0, got {raw!r}")
+    return raw
+
+
+_READERS = {WHOLE: _whole, NUMBER: _number, CLOCK: _clock, LOCAL_CLOCK: _local_clock, MODE: _mode}
+_BY_NAME_READERS = {"RECON_MODEL_BATCH_PRICE_IN": _optional_price,
+                    "RECON_MODEL_BATCH_PRICE_OUT": _optional_price}  # the rest are text, never refused
 
 
 def read_setting(values: dict[str, str], row: Setting) -> str | int | float | None:
     """One row's value from `values` (its default when absent); a bad one is a one-line error."""
-    return _READERS.get(row.kind, _text)(values, row)
+    reader = _BY_NAME_READERS.get(row.name) or _READERS.get(row.kind, _text)
+    return reader(values, row)
 
 
 def load_settings() -> Settings:

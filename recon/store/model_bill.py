@@ -135,6 +135,14 @@ SELECT
   count(*) FILTER (WHERE outcome = 'cancelled' AND NOT local) AS cancelled,
   count(*) FILTER (WHERE outcome = 'lost' AND NOT local) AS lost,
   count(*) FILTER (WHERE outcome = 'sent' AND NOT local) AS in_flight,
+  count(*) FILTER (WHERE batch_key IS NOT NULL AND NOT local) AS batch_requests,
+  count(*) FILTER (WHERE outcome = 'batched' AND NOT local) AS batched,
+  (SELECT coalesce(array_agg(b.batch_id ORDER BY b.generation, b.group_no), '{}')
+   FROM model_batches b WHERE b.workflow_id = $1 AND b.batch_id IS NOT NULL) AS batch_ids,
+  (SELECT coalesce(sum(b.answered), 0)::bigint FROM model_batches b
+   WHERE b.workflow_id = $1 AND b.read_at IS NULL) AS waiting_answered,
+  (SELECT coalesce(sum(b.requests), 0)::bigint FROM model_batches b
+   WHERE b.workflow_id = $1 AND b.read_at IS NULL) AS waiting_requests,
   count(DISTINCT invoice_no) FILTER (WHERE local) AS read_without_model,
   coalesce(sum(prompt_tokens) FILTER (WHERE NOT local), 0)::bigint AS prompt_tokens,
   coalesce(sum(completion_tokens) FILTER (WHERE NOT local), 0)::bigint AS completion_tokens,
@@ -158,4 +166,7 @@ async def model_bill(conn: asyncpg.Pool | asyncpg.Connection, workflow_id: str) 
         cancelled=row["cancelled"], lost=row["lost"], in_flight=row["in_flight"],
         prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
         cost_usd=round(float(row["cost_usd"]), 6), read_without_model=row["read_without_model"],
+        batch_requests=row["batch_requests"], batched=row["batched"],
+        batch_ids=tuple(row["batch_ids"]), waiting_answered=row["waiting_answered"],
+        waiting_requests=row["waiting_requests"],
     )
