@@ -35,7 +35,14 @@ import asyncpg
 
 from recon.documents import master_load
 from recon.documents.importer import take_file
-from recon.documents.inbox import message_id_of, read_message_bytes, take_messages
+from recon.documents.inbox import (
+    MAX_ATTACHMENTS,
+    MAX_MESSAGE_BYTES,
+    clean_message_id,
+    one_line,
+    read_message_bytes,
+    take_messages,
+)
 from recon.domain.cell_formats import CellFormats
 from recon.domain.errors import (
     ImportProblem,
@@ -61,6 +68,10 @@ class Night:
     workflow_id: str
     day: date
     warehouse: str
+    # Hostile mail is filed alone, with its reason (RECON_MAIL_MAX_MESSAGE_BYTES, _ATTACHMENTS):
+    # a larger message is not even downloaded.
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_attachments: int = MAX_ATTACHMENTS
 
 
 @dataclass
@@ -295,7 +306,7 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
         while after + 1 < below:
             read = await _server(url, imap.read_new(
                 url, password, uidvalidity=validity, after_uid=after, up_to_uid=below - 1,
-                limit=IMAP_BATCH))
+                limit=IMAP_BATCH, max_bytes=night.max_message_bytes))
             if read.uidvalidity != validity:
                 # Renumbered (a new UIDVALIDITY): the whole folder is the night's set again; what
                 # was taken before is known by its Message-ID, so nothing is doubled or lost.
@@ -336,26 +347,31 @@ async def _examine(session: Any, url: str, password: str | None) -> dict[str, in
 
 
 async def take_message(conn: asyncpg.Connection, source_id: int, night: Night, message: Any,
-                        done: Fetched) -> None:
+                       done: Fetched) -> None:
     """One message: recorded with its import in one transaction, or skipped if known. A message
-    the client did not download (`raw` None: over the size limit) is filed with its reason."""
+    the client did not download (`raw` None: over the size limit) is filed with its reason; so
+    is one the readers cannot use (hostile MIME, too many attachments), each alone."""
     raw: bytes | None = message.raw
-    message_id = message.message_id or (message_id_of(raw) if raw is not None else
-                                        f"uid:{message.uidvalidity}:{message.uid}")
+    read = None
+    if raw is not None:  # read before the transaction: parsing a hostile message holds no lock
+        read = read_message_bytes(raw, f"uid {message.uid}", max_bytes=night.max_message_bytes,
+                                  max_attachments=night.max_attachments)
+        message_id = read.message_id  # as `recon import --maildir` names it, byte for byte
+    else:
+        message_id = clean_message_id(message.message_id) or f"uid:{message.uidvalidity}:{message.uid}"
     done.seen += 1
-    failpoints.hit(FAILPOINT, done.seen)
+    failpoints.hit(FAILPOINT, done.seen)  # read, not yet recorded
     async with conn.transaction():
         await store.lock_source(conn, source_id)
         if await store.item_known(conn, source_id, message.uidvalidity, message.uid, message_id):
             return
-        if raw is None:
+        if read is None:
             await store.record_message(
                 conn, source_id, night.workflow_id, message.uidvalidity, message.uid, message_id,
-                f"uid {message.uid}", "filed", getattr(message, "refused", None) or "not downloaded", 0)
+                f"uid {message.uid}", "filed",
+                one_line(getattr(message, "refused", None) or "not downloaded"), 0)
             done.taken("filed")
             return
-        read = read_message_bytes(raw, f"uid {message.uid}")
-        read.message_id = message_id
         try:
             async with conn.transaction():  # a savepoint: a refusal undoes this message only
                 taken, fresh = await take_messages(conn, [read], night.day, night.warehouse)
@@ -366,7 +382,7 @@ async def take_message(conn: asyncpg.Connection, source_id: int, night: Night, m
         if not fresh:  # imported before (by `recon import --maildir` or another source)
             outcome, reason, documents = "imported", "already there (imported before)", 0
         elif read.problem:
-            outcome, reason, documents = "filed", read.problem, 0
+            outcome, reason, documents = "filed", one_line(read.problem), 0
         else:
             assert taken is not None
             outcome, reason, documents = "imported", "", taken.imported + taken.credit_notes
