@@ -59,7 +59,7 @@ def hostile(tag: str) -> dict[str, bytes]:
         ("invoice.pdf", "application/pdf", os.urandom(50 * 2**20))]).as_bytes()
     many = _message(STRANGER, f"<many-{tag}@x>", attachments=[
         (f"invoice-{n}.csv", "text/csv", b"invoice_no,INV-%d\n" % n) for n in range(500)]).as_bytes()
-    nested = b"".join(b'Content-Type: multipart/mixed; boundary="B%d"\r\n\r\n--B%d\r\n' % (n, n)
+    nested = b"".join(b'--B%d\r\nContent-Type: multipart/mixed; boundary="B%d"\r\n\r\n' % (n, n + 1)
                       for n in range(2000))
     return {
         "over the 25,000,000-byte limit (RECON_MAIL_MAX_MESSAGE_BYTES)": big,
@@ -83,7 +83,7 @@ def hostile(tag: str) -> dict[str, bytes]:
                                  b' filename="../../etc/pa\r\n sswd\x00.csv"\r\n\r\ninvoice_no,INV-1\r\n'
                                  b"--AAA--\r\n"),
         "cannot be read (RecursionError": _raw(f"<nested-{tag}@x>", nested + b"\r\nhi\r\n",
-                                               b'multipart/mixed; boundary="B"'),
+                                               b'multipart/mixed; boundary="B0"'),
     }
 
 
@@ -124,10 +124,10 @@ async def test_a_night_files_each_hostile_mail_alone_and_reconciles_the_good_mai
         assert len(filed) == len(bad), status.stdout
         for words in bad:
             if " " in words:  # the reason's own words; the others are filed for what they lack
-                assert sum(words in line for line in filed) == 1, (words, status.stdout)
+                assert sum(words in line for line in filed) == 1, (words, "\n".join(filed))
         rows = await pool.fetch("SELECT message_id, reason FROM source_items WHERE outcome = 'filed'")
         assert all("\x00" not in r["message_id"] + r["reason"] and "\n" not in r["reason"] for r in rows)
-        assert any(r["message_id"].startswith(f"<inj ected-{wh}@x>") for r in rows), rows
+        assert any(r["message_id"].endswith(f"ected-{wh}@x>") for r in rows), "the NUL is gone, the id kept"
         archives = await pool.fetch("SELECT reason FROM source_items WHERE message_id IN ($1, $2)",
                                     f"<zip-{wh}@x>", f"<gz-{wh}@x>")
         assert len(archives) == 2 and all("its supplier cannot be told" in r["reason"] for r in archives), \
