@@ -59,6 +59,7 @@ from recon.store import sources as store
 
 T = TypeVar("T")
 FAILPOINT = "fetch_sources"  # `fetch_sources:N`: between reading the night's Nth item and recording it
+MOVE_FAILPOINT = "move_filed"  # `move_filed:N`: the Nth move of filed mail, after the import committed
 IMAP_BATCH = 50  # messages fetched per round trip, so a 10,000-message folder never sits in memory
 IMAP_TIMEOUT_SECONDS = 30.0
 
@@ -82,6 +83,8 @@ class Fetched:
     filed: int = 0
     loaded: int = 0
     seen: int = 0  # items read this attempt, the failpoint's position
+    moved: int = 0  # filed messages moved to the source's --file-to folder this attempt
+    moves: int = 0  # moves asked of the server this attempt, the move failpoint's position
     lines: list[str] = field(default_factory=list)
 
     def taken(self, outcome: str) -> None:
@@ -295,6 +298,7 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
     url, password = source["url"], read_secret(source["secret_ref"])
     imap = imap_module()
     sid = source["id"]
+    file_to = json.loads(source["settings"] or "{}").get("file_to")
     async with pool.acquire() as conn:
         mark = await store.mark(conn, sid, night.workflow_id)
         if mark is None:
@@ -303,6 +307,7 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
             mark = await store.mark(conn, sid, night.workflow_id)
         validity, below = mark["uidvalidity"], mark["uidnext"]
         after = await store.last_uid(conn, sid, validity)
+        await _move_filed(conn, imap, url, password, sid, validity, file_to, done)  # a kill's leftovers
         while after + 1 < below:
             read = await _server(url, imap.read_new(
                 url, password, uidvalidity=validity, after_uid=after, up_to_uid=below - 1,
@@ -319,6 +324,27 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
             for message in read.items:
                 await take_message(conn, sid, night, message, done)
             after = max(after, read.highest_uid)
+            await _move_filed(conn, imap, url, password, sid, validity, file_to, done)
+
+
+async def _move_filed(conn: asyncpg.Connection, imap: Any, url: str, password: str | None,
+                      source_id: int, validity: int, folder: str | None, done: Fetched) -> None:
+    """Move the source's filed messages to its `--file-to` folder, only once their rows are
+    committed: a kill before the move leaves them recorded and unmoved, and the next fetch (this
+    night's retry or the next night's) moves them; moved twice is harmless (UIDs no longer there
+    are nothing to the server); a message is never lost, nor imported again (its row knows it)."""
+    if not folder:
+        return
+    uids = await store.to_move(conn, source_id, validity)
+    if not uids:
+        return
+    done.moves += 1
+    failpoints.hit(MOVE_FAILPOINT, done.moves)
+    asked = await _server(url, imap.move_to(url, password, validity, uids, folder,
+                                            timeout=IMAP_TIMEOUT_SECONDS))
+    if asked:  # 0: renumbered since, those UIDs name other messages now; never moved by them
+        await store.moved(conn, source_id, validity, uids, folder)
+        done.moved += len(uids)
 
 
 async def _first_mark(conn: asyncpg.Connection, imap: Any, url: str, password: str | None,

@@ -15,7 +15,6 @@ import os
 import time
 import zipfile
 from datetime import date
-from email.message import EmailMessage
 from pathlib import Path
 
 import asyncpg
@@ -120,7 +119,8 @@ async def test_a_night_files_each_hostile_mail_alone_and_reconciles_the_good_mai
         assert status.returncode == 0, status.stderr
         assert (f"from source {mailbox} ({imap_account.url()}): 3 imported (3 documents), "
                 f"{len(bad)} filed") in status.stdout
-        filed = [line for line in status.stdout.splitlines() if line.startswith(f"  filed from source {mailbox}:")]
+        filed = [line for line in status.stdout.splitlines()
+                 if line.startswith(f"  filed from source {mailbox}:")]
         assert len(filed) == len(bad), status.stdout
         for words in bad:
             if " " in words:  # the reason's own words; the others are filed for what they lack
@@ -160,5 +160,6 @@ async def test_ten_thousand_messages_are_each_taken_once_within_two_minutes(
     assert (taken.imported, taken.filed) == (10, 9_990)
     assert seconds < 120, f"{seconds:.0f} s for 10,000 messages"
     assert await pool.fetchval("SELECT count(*) FROM source_items WHERE source_id = $1", sid) == 10_000
-    assert await pool.fetchval("SELECT count(DISTINCT uid) FROM source_items WHERE source_id = $1", sid) == 10_000
+    assert await pool.fetchval("SELECT count(DISTINCT uid) FROM source_items WHERE source_id = $1",
+                               sid) == 10_000
     assert await pool.fetchval("SELECT count(*) FROM invoices WHERE warehouse = $1", wh) == 10
