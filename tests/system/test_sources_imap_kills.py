@@ -15,7 +15,7 @@ from temporalio.client import Client
 
 from recon.runtime.dev_mailbox import example_mails
 from recon.store import sources
-from tests.fakes.dovecot import deliver
+from tests.fakes.dovecot import deliver, flags
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.helpers import first_handover, recon_cli, settings_for, start, wait_for
 from tests.system.test_inbox import _message
@@ -32,7 +32,7 @@ def _mail(tag: str) -> list:
 
 async def _night(stack, client: Client, spawn_worker, tmp_path: Path, name: str, url: str,
                  password: str, certificate: Path, wh: str, day: str, queue: str,
-                 failpoint: str | None) -> dict:
+                 failpoint: str | None, *options: str, after_kill=None) -> dict:
     """One night of the examples in a database of its own, the mail read from `url`; killed once
     at `failpoint` when given, a successor finishing it. What it left, to compare."""
     (tmp_path / name).mkdir()
@@ -42,7 +42,7 @@ async def _night(stack, client: Client, spawn_worker, tmp_path: Path, name: str,
                         SSL_CERT_FILE=str(certificate))
         for args in (("source", "add", wh, f"erp:{exports}", "--date-format", "DD-MM-YYYY",
                       "--amount-format", "indian"),
-                     ("source", "add", wh, url, "--password-env", "AP_PASSWORD")):
+                     ("source", "add", wh, url, "--password-env", "AP_PASSWORD", *options)):
             added = await asyncio.to_thread(recon_cli, env, *args)
             assert added.returncode == 0, added.stderr
         worker_env = {"DATABASE_URL": db, "AP_PASSWORD": password, "SSL_CERT_FILE": str(certificate)}
@@ -50,6 +50,8 @@ async def _night(stack, client: Client, spawn_worker, tmp_path: Path, name: str,
         if failpoint:
             doomed = spawn_worker(queue, RECON_FAILPOINTS=failpoint, **worker_env)
             assert await doomed.wait_exit(180) == 137, doomed.output()[-2000:]
+            if after_kill is not None:
+                await after_kill(pool)
         spawn_worker(queue, **worker_env)
         assert (await asyncio.wait_for(handle.result(), 300)).status == "Completed"
         return await _left(pool)
@@ -66,6 +68,7 @@ async def _left(pool: asyncpg.Pool) -> dict:
         "items": [tuple(r) for r in await pool.fetch(
             "SELECT outcome, count(*), count(DISTINCT (uidvalidity, uid)) FROM source_items"
             " WHERE uid IS NOT NULL GROUP BY outcome ORDER BY outcome")],
+        "moved": await pool.fetchval("SELECT count(*) FROM source_items WHERE moved_to IS NOT NULL"),
     }
 
 
@@ -85,6 +88,30 @@ async def test_a_worker_killed_between_reading_and_recording_leaves_each_message
         crashed = await _night(stack, client, spawn_worker, tmp_path, f"killed{n}", *args,
                                f"{wh}k{n}", day, f"{queue}k{n}", point)
         assert crashed == control, point
+
+
+async def test_filed_mail_is_moved_only_after_its_import_commits_and_a_kill_between_loses_nothing(
+        stack, client: Client, night, tmp_path: Path, spawn_worker, imap_server, imap_account) -> None:
+    day, wh, queue = night
+    await deliver(imap_account, _mail(wh))
+
+    async def killed_before_the_move(pool: asyncpg.Pool) -> None:
+        # The first page's 50 messages are committed (47 filed), and none moved yet.
+        assert await pool.fetchval("SELECT count(*) FROM source_items WHERE uid IS NOT NULL") == 50
+        assert await pool.fetchval("SELECT count(*) FROM source_items WHERE moved_to IS NOT NULL") == 0
+        assert len(await flags(imap_account)) == NOTES + 3
+
+    left = await _night(stack, client, spawn_worker, tmp_path, "moved", imap_account.url(),
+                        imap_account.password, imap_server.certificate, wh, day, queue,
+                        "move_filed:1:first", "--file-to", "recon-unreadable",
+                        after_kill=killed_before_the_move)
+    assert left["invoices"] == [("KA-3001", 1), ("MS-0042", 1), ("SFP-7001", 1)]
+    assert left["items"] == [("filed", NOTES, NOTES), ("imported", 3, 3)]
+    assert left["ledger"] == [("S103:MS-0042", "price", 60_000)]
+    assert left["moved"] == NOTES
+    assert len(await flags(imap_account, "recon-unreadable")) == NOTES, "every filed message moved"
+    inbox = await flags(imap_account)
+    assert len(inbox) == 3 and all("\\Seen" not in f for f in inbox.values()), "the invoices stay, unread"
 
 
 async def test_a_minute_long_mail_outage_mid_fetch_is_ridden_out(
