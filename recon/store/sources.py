@@ -155,7 +155,7 @@ async def night_counts(pool: asyncpg.Pool, workflow_id: str) -> list[asyncpg.Rec
 
 async def night_filed(pool: asyncpg.Pool, workflow_id: str, limit: int = 20) -> list[asyncpg.Record]:
     return await pool.fetch(
-        "SELECT source_id, name, reason FROM source_items WHERE workflow_id = $1"
+        "SELECT source_id, name, reason, moved_to FROM source_items WHERE workflow_id = $1"
         " AND outcome = 'filed' ORDER BY id LIMIT $2", workflow_id, limit)
 
 
