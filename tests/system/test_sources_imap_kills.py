@@ -14,6 +14,7 @@ import asyncpg
 from temporalio.client import Client
 
 from recon.runtime.dev_mailbox import example_mails
+from recon.sources.report import night_lines
 from recon.store import sources
 from tests.fakes.dovecot import deliver, flags
 from tests.fakes.tcp_proxy import TcpProxy
@@ -54,7 +55,8 @@ async def _night(stack, client: Client, spawn_worker, tmp_path: Path, name: str,
                 await after_kill(pool)
         spawn_worker(queue, **worker_env)
         assert (await asyncio.wait_for(handle.result(), 300)).status == "Completed"
-        return await _left(pool)
+        status = "\n".join(await night_lines(pool, handle.id))
+        return {**await _left(pool), "status_moved": status.count("(moved to recon-unreadable)")}
 
 
 async def _left(pool: asyncpg.Pool) -> dict:
@@ -109,6 +111,7 @@ async def test_filed_mail_is_moved_only_after_its_import_commits_and_a_kill_betw
     assert left["items"] == [("filed", NOTES, NOTES), ("imported", 3, 3)]
     assert left["ledger"] == [("S103:MS-0042", "price", 60_000)]
     assert left["moved"] == NOTES
+    assert left["status_moved"] == 20, "recon status says where each filed message went (20 shown)"
     assert len(await flags(imap_account, "recon-unreadable")) == NOTES, "every filed message moved"
     inbox = await flags(imap_account)
     assert len(inbox) == 3 and all("\\Seen" not in f for f in inbox.values()), "the invoices stay, unread"
