@@ -23,8 +23,10 @@ class SourceActivities(Room):
         """Every new message and file of the warehouse's sources, each taken once. An ERP file
         that is refused fails the step for good (the night hands over naming file:line: why);
         an unreachable server is temporary (ridden out within the outage window)."""
-        done = await fetch_night(self.pool, Night(step.workflow_id, date.fromisoformat(step.business_date),
-                                                  step.warehouse))
+        night = Night(step.workflow_id, date.fromisoformat(step.business_date), step.warehouse,
+                      max_message_bytes=self.settings.mail_max_message_bytes,
+                      max_attachments=self.settings.mail_max_attachments)
+        done = await fetch_night(self.pool, night)
         activity.logger.info("fetched from the sources: %s imported, %s filed, %s loaded",
                              done.imported, done.filed, done.loaded)
         return Count(count=done.imported + done.loaded, parked=done.filed)

@@ -41,6 +41,9 @@ def add(
         "DD.MM.YYYY.")] = None,
     amount_format: Annotated[str | None, typer.Option(
         "--amount-format", help="An erp source's amounts: plain or indian (1,45,000.00).")] = None,
+    file_to: Annotated[str | None, typer.Option(
+        "--file-to", help="A mailbox source's folder for the messages it files (e.g. "
+        "recon-unreadable): moved there once their import has committed.")] = None,
 ) -> None:
     """Add a source to a warehouse's nights: each night fetches what is new there first."""
     from recon.sources.spec import parse
@@ -48,7 +51,7 @@ def add(
 
     wh = warehouse_code(warehouse)
     spec = parse(url, date_format=date_format, amount_format=amount_format,
-                 password_file=password_file, password_env=password_env)
+                 password_file=password_file, password_env=password_env, file_to=file_to)
 
     async def go() -> int | None:
         async with database() as pool:

@@ -30,6 +30,7 @@ import email.policy
 import hashlib
 import mailbox
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from email.message import EmailMessage
@@ -51,9 +52,12 @@ from recon.documents.formats.pdf_text import OCR_NOTE
 from recon.documents.formats.reading import CREDIT_NOTE
 from recon.documents.intake import IntakeResult, directory, plan, store
 from recon.domain.errors import ImportProblem
+from recon.domain.settings_table import default_of
 from recon.store.inbox import known_messages, record_messages
 
-MAX_MESSAGE_BYTES = 25_000_000
+MAX_MESSAGE_BYTES: int = default_of("RECON_MAIL_MAX_MESSAGE_BYTES")  # type: ignore[assignment]
+MAX_ATTACHMENTS: int = default_of("RECON_MAIL_MAX_ATTACHMENTS")  # type: ignore[assignment]
+MAX_MESSAGE_ID_CHARS = 500  # a longer one is named by its hash: Postgres indexes it, and a row shows it
 UNREADABLE_FOLDER = "Unreadable"
 _SKIPPED_TYPES = ("application/pkcs7-signature", "application/pgp-signature", "text/vcard",
                   "text/x-vcard", "text/calendar", "text/html")
@@ -75,6 +79,24 @@ class InboxResult:
     messages: int
     already_seen: int
     unreadable: list[str]  # "file (message id): reason"
+
+
+def one_line(text: str) -> str:
+    """A name or a reason as one printable line: a hostile header's CR, LF, NUL or lone surrogate
+    must neither split `recon status`'s lines nor be refused by Postgres (text holds no NUL)."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return re.sub(r"[\x00-\x1f\x7f]+", " ", text).strip()
+
+
+def clean_message_id(found: str | None) -> str | None:
+    """A Message-ID as recorded: one printable line, and a hash for one too long to index. A
+    well-formed one is kept byte for byte, so a message is known the same by every path."""
+    if not found:
+        return None
+    cleaned = one_line(found)
+    if len(cleaned) > MAX_MESSAGE_ID_CHARS:
+        return "sha256:" + hashlib.sha256(found.encode("utf-8", "replace")).hexdigest()
+    return cleaned or None
 
 
 def _message_files(folder: Path) -> list[Path]:
@@ -103,7 +125,7 @@ def _documents(msg: EmailMessage, message_id: str, short: str) -> list[Incoming]
         ctype = part.get_content_type()
         if ctype in _SKIPPED_TYPES or part.is_multipart():
             continue
-        name = os.path.basename(part.get_filename() or f"attachment-{n}")
+        name = one_line(os.path.basename(part.get_filename() or "")) or f"attachment-{n}"
         data = part.get_payload(decode=True) or b""
         file = read_file(name, data)
         if ctype.startswith("image/") and file.format not in ("image-scan", "binary"):
@@ -131,32 +153,52 @@ def message_id_of(data: bytes) -> str:
     """The message's `Message-ID`, or the SHA-256 of its bytes when it has none."""
     try:
         msg = email.message_from_bytes(data, policy=email.policy.default)
-        found = str(msg.get("Message-ID") or "").strip()
-    except (LookupError, ValueError):
-        found = ""
+        found = clean_message_id(str(msg.get("Message-ID") or "").strip())
+    except Exception:  # noqa: BLE001 - a hostile header of any kind: the message is named by its bytes
+        found = None
     return found or "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def read_message_bytes(data: bytes, name: str) -> Message:
+def read_message_bytes(data: bytes, name: str, *, max_bytes: int = MAX_MESSAGE_BYTES,
+                       max_attachments: int = MAX_ATTACHMENTS) -> Message:
     """One RFC 5322 message, from a Maildir file or an IMAP fetch alike: its documents, or why
-    it cannot be used on its own."""
-    if len(data) > MAX_MESSAGE_BYTES:
+    it cannot be used on its own. Hostile mail is filed, never raised: one over `max_bytes`, one
+    with more than `max_attachments` parts to read, one whose MIME the parser cannot walk (nested
+    thousands deep, a charset no codec knows). Archives are never expanded: a .zip or .gz is one
+    file of unknown content, so a zip bomb costs its own few bytes."""
+    name = one_line(name)
+    if len(data) > max_bytes:
         return Message(name, "sha256:" + hashlib.sha256(data).hexdigest(), "",
-                       problem="message larger than 25 MB")
-    msg = email.message_from_bytes(data, policy=email.policy.default)
-    assert isinstance(msg, EmailMessage)
-    message_id = (str(msg.get("Message-ID") or "").strip()
-                  or "sha256:" + hashlib.sha256(data).hexdigest())
-    short = hashlib.sha256(message_id.encode()).hexdigest()[:8]
-    found = Message(name, message_id, parseaddr(str(msg.get("From") or ""))[1].lower())
+                       problem=f"message of {len(data):,} bytes is over the {max_bytes:,}-byte limit "
+                               "(RECON_MAIL_MAX_MESSAGE_BYTES)")
     try:
+        msg = email.message_from_bytes(data, policy=email.policy.default)
+        assert isinstance(msg, EmailMessage)
+        message_id = (clean_message_id(str(msg.get("Message-ID") or "").strip())
+                      or "sha256:" + hashlib.sha256(data).hexdigest())
+        sender = one_line(parseaddr(str(msg.get("From") or ""))[1].lower())
+    except Exception as exc:  # noqa: BLE001 - headers no parser can walk: filed by its bytes
+        return Message(name, "sha256:" + hashlib.sha256(data).hexdigest(), "",
+                       problem=f"the message cannot be read ({_why(exc)})")
+    short = hashlib.sha256(message_id.encode()).hexdigest()[:8]
+    found = Message(name, message_id, sender)
+    try:
+        parts = sum(1 for _ in msg.iter_attachments())
+        if parts > max_attachments:
+            found.problem = (f"{parts:,} attachments, over the limit of {max_attachments:,} a message "
+                             "(RECON_MAIL_MAX_ATTACHMENTS)")
+            return found
         found.documents = _documents(msg, message_id, short)
-    except (LookupError, ValueError) as exc:  # a broken MIME part or charset
-        found.problem = f"the message cannot be read ({str(exc)[:80]})"
+    except Exception as exc:  # noqa: BLE001 - broken MIME, a bad charset, nesting past recursion
+        found.problem = f"the message cannot be read ({_why(exc)})"
         return found
     if not found.documents:
         found.problem = "no invoice in the message (no attachment, and the body is no invoice)"
     return found
+
+
+def _why(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}")[:120]
 
 
 def _file_away(folder: Path, path: Path) -> None:

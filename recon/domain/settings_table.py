@@ -123,6 +123,14 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "seconds a step keeps retrying temporary errors (database, Temporal or model provider "
                 "down) with growing waits, capped at 30 s, before it asks a person", low=0, above=True),
     )),
+    ("Sources (docs/sources.md)", (
+        Setting("RECON_MAIL_MAX_MESSAGE_BYTES", "mail_max_message_bytes", WHOLE, 25_000_000,
+                "a supplier's message larger than this is filed with its reason, not read (a "
+                "mailbox source does not even download it; `recon import --maildir` alike)", low=1),
+        Setting("RECON_MAIL_MAX_ATTACHMENTS", "mail_max_attachments", WHOLE, 100,
+                "a message with more attachments than this is filed with its reason, none of them "
+                "read", low=1),
+    )),
     ("Mail", (
         Setting("SMTP_URL", "smtp_url", OPTIONAL, None,
                 "where mail goes: `smtp://host:port` (plain, loopback only with a password), "

@@ -6,6 +6,8 @@
                                 worker given the same failpoints finishes the retry
   sender_accepted:5:kill        SIGKILL this process when the 5th message was accepted by the
                                 mail server, before it is marked sent (the at-least-once window)
+  move_filed:1:first            exit hard before a mailbox source's first move of filed mail, after
+                                the rows that filed it committed (recon/sources/fetch.py)
   post_adjustments:24:stop      freeze this whole process there (SIGSTOP to itself), like a
                                 stopped VM or a long GC pause; SIGCONT wakes it (once a process)
   in_transaction:ledger:stop    freeze inside a ledger batch's transaction, after its fence check

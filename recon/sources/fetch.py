@@ -35,7 +35,14 @@ import asyncpg
 
 from recon.documents import master_load
 from recon.documents.importer import take_file
-from recon.documents.inbox import message_id_of, read_message_bytes, take_messages
+from recon.documents.inbox import (
+    MAX_ATTACHMENTS,
+    MAX_MESSAGE_BYTES,
+    clean_message_id,
+    one_line,
+    read_message_bytes,
+    take_messages,
+)
 from recon.domain.cell_formats import CellFormats
 from recon.domain.errors import (
     ImportProblem,
@@ -52,6 +59,7 @@ from recon.store import sources as store
 
 T = TypeVar("T")
 FAILPOINT = "fetch_sources"  # `fetch_sources:N`: between reading the night's Nth item and recording it
+MOVE_FAILPOINT = "move_filed"  # `move_filed:N`: the Nth move of filed mail, after the import committed
 IMAP_BATCH = 50  # messages fetched per round trip, so a 10,000-message folder never sits in memory
 IMAP_TIMEOUT_SECONDS = 30.0
 
@@ -61,6 +69,10 @@ class Night:
     workflow_id: str
     day: date
     warehouse: str
+    # Hostile mail is filed alone, with its reason (RECON_MAIL_MAX_MESSAGE_BYTES, _ATTACHMENTS):
+    # a larger message is not even downloaded.
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_attachments: int = MAX_ATTACHMENTS
 
 
 @dataclass
@@ -71,6 +83,8 @@ class Fetched:
     filed: int = 0
     loaded: int = 0
     seen: int = 0  # items read this attempt, the failpoint's position
+    moved: int = 0  # filed messages moved to the source's --file-to folder this attempt
+    moves: int = 0  # moves asked of the server this attempt, the move failpoint's position
     lines: list[str] = field(default_factory=list)
 
     def taken(self, outcome: str) -> None:
@@ -284,6 +298,7 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
     url, password = source["url"], read_secret(source["secret_ref"])
     imap = imap_module()
     sid = source["id"]
+    file_to = json.loads(source["settings"] or "{}").get("file_to")
     async with pool.acquire() as conn:
         mark = await store.mark(conn, sid, night.workflow_id)
         if mark is None:
@@ -292,10 +307,11 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
             mark = await store.mark(conn, sid, night.workflow_id)
         validity, below = mark["uidvalidity"], mark["uidnext"]
         after = await store.last_uid(conn, sid, validity)
+        await _move_filed(conn, imap, url, password, sid, validity, file_to, done)  # a kill's leftovers
         while after + 1 < below:
             read = await _server(url, imap.read_new(
                 url, password, uidvalidity=validity, after_uid=after, up_to_uid=below - 1,
-                limit=IMAP_BATCH))
+                limit=IMAP_BATCH, max_bytes=night.max_message_bytes))
             if read.uidvalidity != validity:
                 # Renumbered (a new UIDVALIDITY): the whole folder is the night's set again; what
                 # was taken before is known by its Message-ID, so nothing is doubled or lost.
@@ -308,6 +324,27 @@ async def _fetch_imap(pool: asyncpg.Pool, source: asyncpg.Record, night: Night,
             for message in read.items:
                 await take_message(conn, sid, night, message, done)
             after = max(after, read.highest_uid)
+            await _move_filed(conn, imap, url, password, sid, validity, file_to, done)
+
+
+async def _move_filed(conn: asyncpg.Connection, imap: Any, url: str, password: str | None,
+                      source_id: int, validity: int, folder: str | None, done: Fetched) -> None:
+    """Move the source's filed messages to its `--file-to` folder, only once their rows are
+    committed: a kill before the move leaves them recorded and unmoved, and the next fetch (this
+    night's retry or the next night's) moves them; moved twice is harmless (UIDs no longer there
+    are nothing to the server); a message is never lost, nor imported again (its row knows it)."""
+    if not folder:
+        return
+    uids = await store.to_move(conn, source_id, validity)
+    if not uids:
+        return
+    done.moves += 1
+    failpoints.hit(MOVE_FAILPOINT, done.moves)
+    asked = await _server(url, imap.move_to(url, password, validity, uids, folder,
+                                            timeout=IMAP_TIMEOUT_SECONDS))
+    if asked:  # 0: renumbered since, those UIDs name other messages now; never moved by them
+        await store.moved(conn, source_id, validity, uids, folder)
+        done.moved += len(uids)
 
 
 async def _first_mark(conn: asyncpg.Connection, imap: Any, url: str, password: str | None,
@@ -336,26 +373,31 @@ async def _examine(session: Any, url: str, password: str | None) -> dict[str, in
 
 
 async def take_message(conn: asyncpg.Connection, source_id: int, night: Night, message: Any,
-                        done: Fetched) -> None:
+                       done: Fetched) -> None:
     """One message: recorded with its import in one transaction, or skipped if known. A message
-    the client did not download (`raw` None: over the size limit) is filed with its reason."""
+    the client did not download (`raw` None: over the size limit) is filed with its reason; so
+    is one the readers cannot use (hostile MIME, too many attachments), each alone."""
     raw: bytes | None = message.raw
-    message_id = message.message_id or (message_id_of(raw) if raw is not None else
-                                        f"uid:{message.uidvalidity}:{message.uid}")
+    read = None
+    if raw is not None:  # read before the transaction: parsing a hostile message holds no lock
+        read = read_message_bytes(raw, f"uid {message.uid}", max_bytes=night.max_message_bytes,
+                                  max_attachments=night.max_attachments)
+        message_id = read.message_id  # as `recon import --maildir` names it, byte for byte
+    else:
+        message_id = clean_message_id(message.message_id) or f"uid:{message.uidvalidity}:{message.uid}"
     done.seen += 1
-    failpoints.hit(FAILPOINT, done.seen)
+    failpoints.hit(FAILPOINT, done.seen)  # read, not yet recorded
     async with conn.transaction():
         await store.lock_source(conn, source_id)
         if await store.item_known(conn, source_id, message.uidvalidity, message.uid, message_id):
             return
-        if raw is None:
+        if read is None:
             await store.record_message(
                 conn, source_id, night.workflow_id, message.uidvalidity, message.uid, message_id,
-                f"uid {message.uid}", "filed", getattr(message, "refused", None) or "not downloaded", 0)
+                f"uid {message.uid}", "filed",
+                one_line(getattr(message, "refused", None) or "not downloaded"), 0)
             done.taken("filed")
             return
-        read = read_message_bytes(raw, f"uid {message.uid}")
-        read.message_id = message_id
         try:
             async with conn.transaction():  # a savepoint: a refusal undoes this message only
                 taken, fresh = await take_messages(conn, [read], night.day, night.warehouse)
@@ -366,7 +408,7 @@ async def take_message(conn: asyncpg.Connection, source_id: int, night: Night, m
         if not fresh:  # imported before (by `recon import --maildir` or another source)
             outcome, reason, documents = "imported", "already there (imported before)", 0
         elif read.problem:
-            outcome, reason, documents = "filed", read.problem, 0
+            outcome, reason, documents = "filed", one_line(read.problem), 0
         else:
             assert taken is not None
             outcome, reason, documents = "imported", "", taken.imported + taken.credit_notes

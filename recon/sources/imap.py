@@ -122,7 +122,8 @@ async def _fetch(session: Session, validity: int, uids: list[int], max_bytes: in
         raw = bodies.get(uid)
         refused = None
         if size > max_bytes:
-            refused = f"message of {size:,} bytes is over the {max_bytes:,}-byte limit; not downloaded"
+            refused = (f"message of {size:,} bytes is over the {max_bytes:,}-byte limit "
+                       "(RECON_MAIL_MAX_MESSAGE_BYTES); not downloaded")
         elif raw is None:
             continue  # expunged between the two fetches
         items.append(MailItem(validity, uid, message_id, size, raw, refused))

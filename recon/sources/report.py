@@ -17,5 +17,6 @@ async def night_lines(pool: asyncpg.Pool, workflow_id: str) -> list[str]:
             counts.append(f"{r['pending']:,} not yet taken")
         lines.append(f"from source {r['id']} ({r['url']}): " + ", ".join(counts))
     for r in await store.night_filed(pool, workflow_id):
-        lines.append(f"  filed from source {r['source_id']}: {r['name']}: {r['reason'][:300]}")
+        moved = f" (moved to {r['moved_to']})" if r["moved_to"] else ""
+        lines.append(f"  filed from source {r['source_id']}: {r['name']}: {r['reason'][:300]}{moved}")
     return lines

@@ -81,7 +81,8 @@ def secret_ref(password_file: Path | None, password_env: str | None) -> str | No
 
 
 def parse(url: str, *, date_format: str | None = None, amount_format: str | None = None,
-          password_file: Path | None = None, password_env: str | None = None) -> SourceSpec:
+          password_file: Path | None = None, password_env: str | None = None,
+          file_to: str | None = None) -> SourceSpec:
     """The source `recon source add WAREHOUSE URL ...` names, or a one-line refusal."""
     url = url.strip()
     scheme, sep, rest = url.partition(":")
@@ -113,4 +114,11 @@ def parse(url: str, *, date_format: str | None = None, amount_format: str | None
                 raise Refused(f"--amount-format takes {' or '.join(AMOUNT_FORMATS)}; got "
                               f"{amount_format!r}")
             settings["amount_format"] = amount_format.lower()
+    if file_to is not None:
+        if kind != "imap":
+            raise Refused("--file-to is a setting of a mailbox source (the folder its filed "
+                          "messages are moved to)")
+        if not (file_to and file_to.isascii() and file_to.isprintable()) or any(c in file_to for c in '"\\'):
+            raise Refused(f"--file-to takes a folder's name in ASCII without quotes; got {file_to!r}")
+        settings["file_to"] = file_to
     return SourceSpec(kind, canonical, settings, secret)

@@ -124,6 +124,21 @@ async def known_message_ids(conn: asyncpg.Connection, source_id: int,
     return {r["message_id"] for r in rows}
 
 
+async def to_move(conn: asyncpg.Connection, source_id: int, uidvalidity: int) -> list[int]:
+    """UIDs of this mailbox generation's filed messages not yet moved (recorded, so committed)."""
+    rows = await conn.fetch(
+        "SELECT uid FROM source_items WHERE source_id = $1 AND uidvalidity = $2 AND outcome = 'filed'"
+        " AND uid IS NOT NULL AND moved_to IS NULL ORDER BY uid", source_id, uidvalidity)
+    return [r["uid"] for r in rows]
+
+
+async def moved(conn: asyncpg.Connection, source_id: int, uidvalidity: int, uids: Sequence[int],
+                folder: str) -> None:
+    await conn.execute(
+        "UPDATE source_items SET moved_to = $4 WHERE source_id = $1 AND uidvalidity = $2"
+        " AND uid = ANY($3::bigint[]) AND moved_to IS NULL", source_id, uidvalidity, sorted(uids), folder)
+
+
 # ------------------------------------------------------------------ what a night took
 async def night_counts(pool: asyncpg.Pool, workflow_id: str) -> list[asyncpg.Record]:
     """Per source: how many items the night imported, filed, loaded, and left pending."""
@@ -140,7 +155,7 @@ async def night_counts(pool: asyncpg.Pool, workflow_id: str) -> list[asyncpg.Rec
 
 async def night_filed(pool: asyncpg.Pool, workflow_id: str, limit: int = 20) -> list[asyncpg.Record]:
     return await pool.fetch(
-        "SELECT source_id, name, reason FROM source_items WHERE workflow_id = $1"
+        "SELECT source_id, name, reason, moved_to FROM source_items WHERE workflow_id = $1"
         " AND outcome = 'filed' ORDER BY id LIMIT $2", workflow_id, limit)
 
 

@@ -43,3 +43,7 @@ class TcpProxy:
         for writer in list(self._writers):
             writer.close()
         self._writers.clear()
+
+    async def heal(self) -> None:
+        """Accept again on the same port: the partition is over."""
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)

@@ -62,3 +62,13 @@ def test_erp_files_load_in_dependency_order() -> None:
         ("receipts", "receipts-2026-11-05.csv"), ("conversions", "unit_conversions.csv"),
         ("hsn-rates", "hsn_tax_rates.csv")]
     assert erp.kind_of("notes.txt") is None
+
+
+def test_file_to_is_a_mailbox_setting_with_a_plain_folder_name() -> None:
+    source = parse("imaps://ap@mail.example/INBOX", password_env="AP_PW", file_to="recon-unreadable")
+    assert source.settings == {"file_to": "recon-unreadable"}
+    with pytest.raises(Refused, match="--file-to is a setting of a mailbox source"):
+        parse("folder:/srv/drop", file_to="recon-unreadable")
+    for bad in ("", 'a"b', "Unlesbar-ä", "a\nb"):
+        with pytest.raises(Refused, match="--file-to takes a folder's name"):
+            parse("imaps://ap@mail.example/INBOX", password_env="AP_PW", file_to=bad)
