@@ -98,6 +98,10 @@ def out_of_bounds(d: Decision) -> str | None:
             return f"--park takes invoice numbers of 1 to {decisions.MAX_INVOICE_NO} characters"
     if len(d.signature) > decisions.MAX_SIGNATURE or len(d.signed_at) > decisions.MAX_SIGNED_AT:
         return "the signature or its time is not one `recon approve` makes"
+    if d.passkey is not None and any(
+            len(f) > decisions.MAX_PASSKEY_FIELD for f in (
+                d.passkey.credential_id, d.passkey.authenticator_data, d.passkey.client_data_json)):
+        return "the passkey assertion is not one the desk makes"
     return None
 
 
@@ -255,6 +259,7 @@ class DecisionDesk:
             supplier_id=self._supplier_id, handover_no=d.handover_no, via=via,
             received_at=workflow.now().isoformat(), decision=d.decision, by=d.by, note=d.note,
             park=sorted(set(d.park)), signed_at=d.signed_at, signature=d.signature,
+            passkey=d.passkey,
             first_approver=first.by if first else "",
             first_decision=first.decision if first else "",
             first_park=list(first.park) if first else [],
