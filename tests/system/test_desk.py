@@ -1,0 +1,194 @@
+"""The finance desk in a real headless Chromium (issue 46, docs/desk.md): a person enrolls a
+passkey from the one-time link, signs in with it, reads a night held at the gate and resumes it
+with a decision their passkey signs; the night completes. The same browser then tries what an
+attacker would: the decision's assertion replayed to another handover, a POST without the CSRF
+token, signing in after being revoked; and a supplier's HTML and U+202E are shown, not obeyed.
+
+The passkey is Chromium's own virtual authenticator (CDP `WebAuthn.addVirtualAuthenticator`); the
+desk runs as `recon desk`, the worker for real, and the verdicts come from Postgres.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from temporalio.client import Client, WorkflowHandle
+
+from recon.runtime.embedded import free_port
+from tests.conftest import Stack
+from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_awaiting_decision
+from tests.system.test_across_nights import _bill, _order, _receive
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+EVIL = "<b>Evil</b> Traders \u202egnp.exe"
+
+
+async def _held_night(pool: asyncpg.Pool, client: Client, settings, day: str, wh: str,
+                      supplier: str) -> WorkflowHandle:
+    """10 units ordered and received, billed at ₹150 instead of ₹100: a ₹500 claim on a ₹1,500
+    bill is above the gate's 5 % share, so the night holds at the gate before debit notes."""
+    po = f"PO-{wh}"
+    await _order(pool, po, supplier, wh, day, {"SKU-DESK": 10})
+    await _receive(pool, po, "SKU-DESK", wh, 10, day)
+    await _bill(pool, f"INV-{wh}", supplier, wh, day, po, [("SKU-DESK", 10)], price=15_000)
+    handle = await start(client, settings, day, wh)
+    await wait_awaiting_decision(handle)
+    return handle
+
+
+async def _listening(port: int, process: subprocess.Popen, log: Path) -> None:
+    for _ in range(600):
+        if process.poll() is not None:
+            raise AssertionError(f"recon desk exited: {log.read_text()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"recon desk never listened: {log.read_text()}")
+
+
+@contextlib.asynccontextmanager
+async def _desk(stack: Stack, port: int, origin: str, tmp: Path) -> AsyncIterator[None]:
+    log = tmp / "desk.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "recon.cli", "desk", "--port", str(port)], cwd=ROOT,
+            env=stack.env(RECON_DESK_ORIGIN=origin, RECON_DESK_RP_ID="localhost"),
+            stdout=out, stderr=subprocess.STDOUT)
+    try:
+        await _listening(port, process, log)
+        yield
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+async def _outcome(page) -> str:
+    """The page's one line once the desk answered (not the 'waiting' line)."""
+    locator = page.locator("#outcome")
+    for _ in range(1200):
+        text = (await locator.text_content() or "").strip()
+        if text and not text.startswith("waiting"):
+            return text
+        await asyncio.sleep(0.1)
+    raise AssertionError("the desk never answered on the page")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run)")
+async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_should(
+        stack: Stack, pool: asyncpg.Pool, client: Client, night, tmp_path: Path) -> None:
+    from playwright.async_api import async_playwright
+
+    day, wh, queue = night
+    port = free_port()
+    origin = f"http://localhost:{port}"
+    supplier, other = f"SD{wh}", f"SE{wh}"
+    name = f"meera-{wh}"
+    settings = settings_for(queue, desk_origin=origin, desk_rp_id="localhost")
+    env = stack.env(RECON_DESK_ORIGIN=origin)
+    async with inprocess_worker(settings):
+        held = await _held_night(pool, client, settings, day, wh, supplier)
+        second = await _held_night(pool, client, settings, day, f"{wh}b", other)
+        # what the supplier calls itself, as the desk will show it
+        await pool.execute("UPDATE suppliers SET name = $2 WHERE supplier_id = $1", supplier, EVIL)
+        added = await asyncio.to_thread(recon_cli, env, "approvers", "add", name, "--email",
+                                        f"{name}@distributor.example", "--role", "approver",
+                                        "--passkey")
+        assert added.returncode == 0, added.stderr + added.stdout
+        link = re.search(r"(http://\S+/enroll#\S+)", added.stdout.replace("\n", ""))
+        assert link, added.stdout
+        async with _desk(stack, port, origin, tmp_path), async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            page = await (await browser.new_context()).new_page()
+            cdp = await page.context.new_cdp_session(page)
+            await cdp.send("WebAuthn.enable")
+            await cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
+                "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
+                "hasUserVerification": True, "isUserVerified": True}})
+
+            # enroll with the one-time link, then sign in with the passkey
+            await page.goto(link.group(1))
+            await page.click("#enroll")
+            await page.wait_for_url("**/signin", timeout=60_000)
+            await page.click("#signin")
+            await page.wait_for_url("**/nights", timeout=60_000)
+            assert name in await page.locator("#who").text_content()
+            row = page.locator(f'tr[data-run="{held.id}"]')
+            assert "held at the gate" in await row.locator(".state").text_content()
+            assert await row.locator(".money").text_content() == "₹500"
+
+            # the handover: the supplier's name shown as text, its U+202E as an escape
+            await page.goto(f"{origin}/night/{held.id}/handover")
+            shown = await page.locator(".supplier-name").first.text_content()
+            assert shown == "<b>Evil</b> Traders \\u202egnp.exe", shown
+            assert await page.locator(".supplier-name b").count() == 0
+            assert "\u202e" not in await page.content()
+
+            sent: list[dict] = []
+            page.on("request", lambda r: sent.append(json.loads(r.post_data))
+                    if r.url.endswith("/decide") else None)
+            await page.check('input[value="resume"]')
+            await page.fill("textarea[name=note]", "the supplier agreed to the PO price")
+            await page.click("#sign-and-send")
+            line = await _outcome(page)
+            summary = await asyncio.wait_for(held.result(), 120)
+            assert summary.status == "Completed", (line, summary)
+            decided = await pool.fetchrow(
+                "SELECT decision, decided_by FROM handovers WHERE workflow_id = $1", held.id)
+            assert tuple(decided) == ("resume", name), decided
+
+            # the same assertion replayed to the other night's handover: refused, one line
+            assertion = sent[0]["assertion"]
+
+            async def replay(route) -> None:
+                body = json.loads(route.request.post_data)
+                body["assertion"] = assertion
+                await route.continue_(post_data=json.dumps(body))
+
+            await page.goto(f"{origin}/night/{second.id}/handover")
+            await page.route("**/decide", replay)
+            await page.click("#sign-and-send")
+            refused = await _outcome(page)
+            assert refused.startswith("refused:") and "\n" not in refused, refused
+            assert "does not verify" in refused, refused
+            assert await pool.fetchval(
+                "SELECT decision IS NULL FROM handovers WHERE workflow_id = $1", second.id)
+
+            # a POST without the session's CSRF token
+            status, text = await page.evaluate("""async () => {
+                const r = await fetch('/decide/options', {method: 'POST',
+                    headers: {'Content-Type': 'application/json'}, body: '{}'});
+                return [r.status, await r.text()]; }""")
+            assert (status, text) == (403, "refused: missing or wrong CSRF token")
+
+            # revoked: the session ends and the passkey signs in no more
+            revoked = await asyncio.to_thread(recon_cli, env, "approvers", "revoke", name)
+            assert revoked.returncode == 0, revoked.stderr
+            await page.goto(f"{origin}/nights")
+            assert page.url.endswith("/signin"), page.url
+            await page.click("#signin")
+            assert (await _outcome(page)).startswith("sign-in refused"), await _outcome(page)
+            await browser.close()
+        await second.terminate("test over")
+
+    # the stored evidence verifies with the webauthn package alone
+    checked = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "bench/verify_desk_decision.py", "--approver", name],
+        cwd=ROOT, env=stack.env(RECON_DESK_RP_ID="localhost"), capture_output=True, text=True,
+        timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"verifies: {name} decided resume on handover #1 of {held.id}" in checked.stdout, \
+        checked.stdout
