@@ -192,3 +192,75 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"verifies: {name} decided resume on handover #1 of {held.id}" in checked.stdout, \
         checked.stdout
+
+
+async def _passkey_page(browser, link: str):
+    """A browser context of its own (one person's device and session) with a virtual
+    authenticator; the approver enrolled from `link` and signed in."""
+    page = await (await browser.new_context()).new_page()
+    cdp = await page.context.new_cdp_session(page)
+    await cdp.send("WebAuthn.enable")
+    await cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
+        "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
+        "hasUserVerification": True, "isUserVerified": True}})
+    await page.goto(link)
+    await page.click("#enroll")
+    await page.wait_for_url("**/signin", timeout=60_000)
+    await page.click("#signin")
+    await page.wait_for_url("**/nights", timeout=60_000)
+    return page
+
+
+async def _add(env: dict[str, str], name: str, *limit: str) -> str:
+    added = await asyncio.to_thread(recon_cli, env, "approvers", "add", name, "--email",
+                                    f"{name}@distributor.example", "--role", "approver",
+                                    *limit, "--passkey")
+    assert added.returncode == 0, added.stderr + added.stdout
+    link = re.search(r"(http://\S+/enroll#\S+)", added.stdout.replace("\n", ""))
+    assert link, added.stdout
+    return link.group(1)
+
+
+async def _resume(page, origin: str, run: str) -> str:
+    await page.goto(f"{origin}/night/{run}/handover")
+    await page.check('input[value="resume"]')
+    await page.click("#sign-and-send")
+    return await _outcome(page)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run)")
+async def test_limits_and_four_eyes_hold_for_passkey_decisions_on_two_sessions(
+        stack: Stack, pool: asyncpg.Pool, client: Client, night, tmp_path: Path) -> None:
+    from playwright.async_api import async_playwright
+
+    day, wh, queue = night
+    port = free_port()
+    origin = f"http://localhost:{port}"
+    # ₹500 at stake: above the four-eyes amount (₹100) and above the junior's limit (₹100)
+    settings = settings_for(queue, desk_origin=origin, desk_rp_id="localhost",
+                            four_eyes_paise=100_00)
+    env = stack.env(RECON_DESK_ORIGIN=origin)
+    first, second, junior = f"anil-{wh}", f"bina-{wh}", f"chetan-{wh}"
+    async with inprocess_worker(settings):
+        held = await _held_night(pool, client, settings, day, wh, f"SF{wh}")
+        links = [await _add(env, first), await _add(env, second),
+                 await _add(env, junior, "--limit", "100")]
+        async with _desk(stack, port, origin, tmp_path), async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            a, b, c = [await _passkey_page(browser, link) for link in links]
+            over = await _resume(c, origin, held.id)
+            assert over.startswith("refused:") and f"over {junior}'s limit" in over, over
+            waiting = await _resume(a, origin, held.id)
+            assert not waiting.startswith("refused"), waiting
+            assert await pool.fetchval(
+                "SELECT decision IS NULL FROM handovers WHERE workflow_id = $1", held.id)
+            again = await _resume(a, origin, held.id)  # the same person twice is not four eyes
+            assert again.startswith("refused:") and "four eyes" in again, again
+            confirmed = await _resume(b, origin, held.id)
+            assert not confirmed.startswith("refused"), confirmed
+            summary = await asyncio.wait_for(held.result(), 120)
+            await browser.close()
+    assert summary.status == "Completed", summary
+    decided = await pool.fetchrow(
+        "SELECT decision, decided_by, confirmed_by FROM handovers WHERE workflow_id = $1", held.id)
+    assert tuple(decided) == ("resume", first, second), decided
