@@ -1,8 +1,9 @@
 """The finance desk in a real headless Chromium (issue 46, docs/desk.md): a person enrolls a
 passkey from the one-time link, signs in with it, reads a night held at the gate and resumes it
 with a decision their passkey signs; the night completes. The same browser then tries what an
-attacker would: the decision's assertion replayed to another handover, a POST without the CSRF
-token, signing in after being revoked; and a supplier's HTML and U+202E are shown, not obeyed.
+attacker would: the decision's assertion replayed to another handover, a cloned authenticator (its
+counter behind the one on record), a POST without the CSRF token, signing in after being revoked;
+and a supplier's HTML and U+202E are shown, not obeyed. Limits and four eyes hold on two sessions.
 
 The passkey is Chromium's own virtual authenticator (CDP `WebAuthn.addVirtualAuthenticator`); the
 desk runs as `recon desk`, the worker for real, and the verdicts come from Postgres.
@@ -115,9 +116,9 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             page = await (await browser.new_context()).new_page()
             cdp = await page.context.new_cdp_session(page)
             await cdp.send("WebAuthn.enable")
-            await cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
+            authenticator = (await cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
                 "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
-                "hasUserVerification": True, "isUserVerified": True}})
+                "hasUserVerification": True, "isUserVerified": True}}))["authenticatorId"]
 
             # enroll with the one-time link, then sign in with the passkey
             await page.goto(link.group(1))
@@ -125,6 +126,9 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             await page.wait_for_url("**/signin", timeout=60_000)
             await page.click("#signin")
             await page.wait_for_url("**/nights", timeout=60_000)
+            # a copy of the passkey as it is now (private key and counter): a clone, for later
+            clone = (await cdp.send("WebAuthn.getCredentials",
+                                    {"authenticatorId": authenticator}))["credentials"][0]
             assert name in await page.locator("#who").text_content()
             row = page.locator(f'tr[data-run="{held.id}"]')
             assert "held at the gate" in await row.locator(".state").text_content()
@@ -164,6 +168,21 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             refused = await _outcome(page)
             assert refused.startswith("refused:") and "\n" not in refused, refused
             assert "does not verify" in refused, refused
+            assert await pool.fetchval(
+                "SELECT decision IS NULL FROM handovers WHERE workflow_id = $1", second.id)
+
+            # a cloned authenticator: the copy's counter is behind the one on record
+            await page.unroute("**/decide")
+            await cdp.send("WebAuthn.removeVirtualAuthenticator", {"authenticatorId": authenticator})
+            authenticator = (await cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
+                "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
+                "hasUserVerification": True, "isUserVerified": True}}))["authenticatorId"]
+            await cdp.send("WebAuthn.addCredential", {"authenticatorId": authenticator,
+                                                      "credential": clone})
+            await page.goto(f"{origin}/night/{second.id}/handover")
+            await page.click("#sign-and-send")
+            cloned = await _outcome(page)
+            assert cloned.startswith("refused:") and "counter did not grow" in cloned, cloned
             assert await pool.fetchval(
                 "SELECT decision IS NULL FROM handovers WHERE workflow_id = $1", second.id)
 
