@@ -30,6 +30,7 @@ from temporalio.client import Client
 
 from recon.desk import ceremonies, reading
 from recon.desk.sessions import COOKIE, Session, Sessions
+from recon.desk.throttle import Throttle
 from recon.domain.decisions import MAX_NOTE, MAX_PARK, canonical_decision, signing_time
 from recon.domain.errors import DecisionRefused
 from recon.domain.models import DECISIONS, Decision
@@ -43,6 +44,7 @@ HERE = Path(__file__).parent
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 OPEN = ("/signin", "/enroll", "/static/")  # pages and calls before signing in
+THROTTLED = ("/signin/options", "/enroll/options")  # each starts a ceremony
 
 
 def _shown(value: object) -> object:
@@ -66,6 +68,7 @@ class Desk:
         self.origin, self.rp_id = origin.rstrip("/"), rp_id
         self.secure = self.origin.startswith("https://")
         self.sessions = Sessions()
+        self.throttle = Throttle()
         self.env = templates()
 
     def page(self, request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
@@ -105,6 +108,10 @@ class Guard(BaseHTTPMiddleware):
             token = request.headers.get("x-csrf-token", "")
             if not hmac.compare_digest(token.encode(), session.csrf.encode()):
                 return PlainTextResponse("refused: missing or wrong CSRF token", 403)
+            if request.url.path in THROTTLED and not self.desk.throttle.allow(
+                    request.client.host if request.client else ""):
+                return JSONResponse({"ok": False, "line": "too many sign-in attempts from here: "
+                                                         "wait a minute"}, 429)
         if not request.url.path.startswith(OPEN):
             if session.approver is not None:
                 person = await approvers.by_name(self.desk.pool, session.approver)
