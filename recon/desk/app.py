@@ -125,12 +125,22 @@ class Guard(BaseHTTPMiddleware):
         return await call_next(request)
 
 
+MAX_BODY = 64 * 1024  # an assertion and a decision are a few kilobytes
+
+
 async def _json(request: Request) -> dict:
+    """The POST's JSON object, or {} (refused by the caller) when it is not one or too big; read
+    no further than MAX_BODY."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            return {}
     try:
-        body = json.loads(await request.body())
+        value = json.loads(body)
     except ValueError:
         return {}
-    return body if isinstance(body, dict) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def _refused(line: str, status: int = 400) -> JSONResponse:

@@ -41,9 +41,8 @@ class Sessions:
         return s
 
     def new(self) -> Session:
-        if len(self._by_id) >= MAX_SESSIONS:
-            oldest = min(self._by_id.values(), key=lambda s: s.seen)
-            self._by_id.pop(oldest.id, None)
+        if len(self._by_id) >= MAX_SESSIONS:  # the oldest made goes first (dicts keep order)
+            self._by_id.pop(next(iter(self._by_id)), None)
         s = Session(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
         self._by_id[s.id] = s
         return s
