@@ -24,6 +24,7 @@ from recon.domain.decisions import (
     PURPOSE,
     DecisionCheck,
     DecisionVerdict,
+    PasskeyBook,
     canonical_decision,
     four_eyes,
     over_limit,
@@ -32,7 +33,14 @@ from recon.domain.decisions import (
 )
 from recon.domain.keys import undo_workflow_id
 from recon.domain.money import BASE_CURRENCY, amounts, rupees
-from recon.domain.passkeys import PasskeyRefused, challenge_of, signature_bytes, unb64url, verify_assertion
+from recon.domain.passkeys import (
+    PasskeyRefused,
+    b64url,
+    challenge_of,
+    signature_bytes,
+    unb64url,
+    verify_assertion,
+)
 from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
 from recon.store import approvers, requests
@@ -73,6 +81,16 @@ class DecisionActivities(Room):
         before it asks check_decision again (workflows/decisions.py, DecisionDesk.screen)."""
         return {a.name: base64.b64encode(a.public_key).decode()
                 for a in await approvers.all_approvers(self.pool) if a.active and a.public_key}
+
+    @activity.defn(name="approver_passkeys")
+    @business_step
+    async def approver_passkeys(self) -> PasskeyBook:
+        """The active approvers' passkeys and the desk's origin and RP id: what a run past the
+        refusal cap screens a passkey-signed decision against (workflows/decisions.py)."""
+        keys = {b64url(k.credential_id): [k.approver, b64url(k.public_key)]
+                for k in await passkey_store.active(self.pool)}
+        return PasskeyBook(origin=self.settings.desk_origin, rp_id=self.settings.desk_rp_id,
+                           keys=keys)
 
     async def _spend(self, c: DecisionCheck, verdict: DecisionVerdict) -> DecisionVerdict:
         """The decision's signature is used now, for this handover of this execution of the run

@@ -128,6 +128,17 @@ class DecisionCheck(BaseModel):
     first_park: list[str] = Field(default_factory=list)
 
 
+class PasskeyBook(BaseModel):
+    """The active approvers' passkeys, as a run past the refusal cap screens a passkey decision
+    against them (workflows/decisions.py): credential id (base64url) to [approver, COSE public
+    key (base64url)], and the worker's desk origin and RP id the assertion must have been made
+    for. The counter is not screened here; the check activity takes it."""
+
+    origin: str
+    rp_id: str
+    keys: dict[str, list[str]] = Field(default_factory=dict)
+
+
 class DecisionVerdict(BaseModel):
     """The check's answer. `refused` empty: take it (or, with `first_of_two`, record it as the
     first of two approvals)."""

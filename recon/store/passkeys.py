@@ -121,3 +121,11 @@ async def latest_evidence(conn: Db, approver: str | None = None) -> list[asyncpg
         " p.authenticator_data, p.client_data_json, p.signature, p.sign_count, k.public_key"
         " FROM passkey_assertions p JOIN approver_passkeys k USING (credential_id)"
         " WHERE $1::text IS NULL OR p.approver = $1 ORDER BY p.verified_at DESC", approver)
+
+
+async def active(conn: Db) -> list[Passkey]:
+    """The passkeys of active approvers that are not revoked (a run's screening past the cap)."""
+    rows = await conn.fetch(
+        f"SELECT {', '.join('k.' + c for c in _COLUMNS.split(', '))} FROM approver_passkeys k"
+        " JOIN approvers a ON a.name = k.approver WHERE a.active AND k.revoked_at IS NULL")
+    return [Passkey(**dict(r)) for r in rows]

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
+from recon.domain.decisions import MAX_REFUSED_PER_HANDOVER
 from recon.runtime.embedded import free_port
 from tests.conftest import Stack
 from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_awaiting_decision
@@ -140,6 +141,13 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             assert shown == "<b>Evil</b> Traders \\u202egnp.exe", shown
             assert await page.locator(".supplier-name b").count() == 0
             assert "\u202e" not in await page.content()
+
+            # a flood of junk decisions first: past the refusal cap the run screens decisions
+            # itself, and a passkey-signed one must still get through
+            junk = {"decision": "resume", "by": name, "handover_no": 1}
+            for _ in range(MAX_REFUSED_PER_HANDOVER):
+                with pytest.raises(WorkflowUpdateFailedError):
+                    await held.execute_update("decide", junk)
 
             sent: list[dict] = []
             page.on("request", lambda r: sent.append(json.loads(r.post_data))
