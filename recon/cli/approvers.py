@@ -103,6 +103,24 @@ def list_() -> None:
 
 @app.command()
 @user_errors
+def passkey(name: Annotated[str, typer.Argument(metavar="NAME")], key: KeyOption = None) -> None:
+    """Print a new one-time link for NAME to register a passkey on the desk (an admin's act)."""
+    from recon.ops.approvers import passkey_link
+    from recon.ops.passkeys import ENROLLMENT_VALID_FOR
+    from recon.runtime.config import load_settings
+
+    async def go():
+        async with database() as pool:
+            return await passkey_link(pool, name, approver_key(key), load_settings().desk_origin)
+
+    link = asyncio.run(go())
+    hours = int(ENROLLMENT_VALID_FOR.total_seconds() // 3600)
+    console.print(f"passkey enrollment link for {name} (one use, {hours} h): {link}",
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+@user_errors
 def revoke(name: Annotated[str, typer.Argument(metavar="NAME")], key: KeyOption = None) -> None:
     """End an approver's authority: their signatures are refused from now on."""
     from recon.ops.approvers import revoke_approver

@@ -163,6 +163,21 @@ async def _one_person(conn: asyncpg.Connection | asyncpg.Pool, email: str) -> No
                       f"first if it is the same person's old key)")
 
 
+async def passkey_link(pool: asyncpg.Pool, name: str, admin_key: Ed25519PrivateKey | None,
+                       origin: str) -> str:
+    """A new one-time link for an active approver to register a (further) passkey on the desk:
+    an admin's act, like adding the approver."""
+    from recon.ops.passkeys import enrollment_link
+
+    person = await store.by_name(pool, name)
+    if person is None:
+        raise Refused(f"no approver {name!r} on record")
+    if not person.active:
+        raise Refused(f"{name} was revoked at {person.revoked_at:%Y-%m-%d %H:%M:%S}: no passkey")
+    await _admin(pool, admin_key, f"a passkey link for {name}")
+    return await enrollment_link(pool, name, origin)
+
+
 async def revoke_approver(pool: asyncpg.Pool, name: str,
                           admin_key: Ed25519PrivateKey | None) -> datetime:
     person = await store.by_name(pool, name)

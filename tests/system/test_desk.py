@@ -53,7 +53,7 @@ async def _held_night(pool: asyncpg.Pool, client: Client, settings, day: str, wh
 
 
 async def _listening(port: int, process: subprocess.Popen, log: Path) -> None:
-    for _ in range(600):
+    for _ in range(1200):
         if process.poll() is not None:
             raise AssertionError(f"recon desk exited: {log.read_text()}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
@@ -209,6 +209,9 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             await page.click("#signin")
             assert (await _outcome(page)).startswith("sign-in refused"), await _outcome(page)
             await browser.close()
+        relinked = await asyncio.to_thread(recon_cli, env, "approvers", "passkey", name)
+        assert relinked.returncode == 1 and "revoked" in relinked.stderr + relinked.stdout, \
+            relinked.stdout + relinked.stderr
         await second.terminate("test over")
 
     # the stored evidence verifies with the webauthn package alone
@@ -270,7 +273,16 @@ async def test_limits_and_four_eyes_hold_for_passkey_decisions_on_two_sessions(
     first, second, junior = f"anil-{wh}", f"bina-{wh}", f"chetan-{wh}"
     async with inprocess_worker(settings):
         held = await _held_night(pool, client, settings, day, wh, f"SF{wh}")
-        links = [await _add(env, first), await _add(env, second),
+        # the second holds a key file too: an admin gives them a passkey link afterwards
+        added = await asyncio.to_thread(recon_cli, env, "approvers", "add", second, "--email",
+                                        f"{second}@distributor.example", "--role", "approver",
+                                        "--key-file", str(tmp_path / "bina.pem"))
+        assert added.returncode == 0, added.stderr + added.stdout
+        given = await asyncio.to_thread(recon_cli, env, "approvers", "passkey", second)
+        assert given.returncode == 0, given.stderr + given.stdout
+        second_link = re.search(r"(http://\S+/enroll#\S+)", given.stdout.replace("\n", ""))
+        assert second_link, given.stdout
+        links = [await _add(env, first), second_link.group(1),
                  await _add(env, junior, "--limit", "100")]
         async with _desk(stack, port, origin, tmp_path), async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
