@@ -80,23 +80,25 @@ def list_() -> None:
     """Every approver on record, active first."""
     from recon.domain.signing import fingerprint
     from recon.store.approvers import all_approvers
+    from recon.store.passkeys import counts
 
     async def go():
         async with database() as pool:
-            return await all_approvers(pool)
+            return await all_approvers(pool), await counts(pool)
 
-    people = asyncio.run(go())
+    people, passkeys = asyncio.run(go())
     if not people:
         console.print("no approver on record: recon approvers add NAME --email E --role admin "
                       "--key-file PATH")
         return
     table = Table(title="Approvers")
-    for column in ("name", "email", "role", "limit", "key", "added", "revoked"):
+    for column in ("name", "email", "role", "limit", "key", "passkeys", "added", "revoked"):
         table.add_column(column)
     for p in people:
         table.add_row(*(Text(printable(cell)) for cell in (
             p.name, p.email, p.role, "none" if p.limit_paise is None else rupees(p.limit_paise),
-            (fingerprint(p.public_key) if p.public_key else "passkey only"), f"{p.added_at:%Y-%m-%d %H:%M}",
+            fingerprint(p.public_key) if p.public_key else "none",
+            str(passkeys.get(p.name, 0)), f"{p.added_at:%Y-%m-%d %H:%M}",
             f"{p.revoked_at:%Y-%m-%d %H:%M}" if p.revoked_at else "")))
     console.print(table)
 

@@ -206,8 +206,14 @@ def routes(desk: Desk) -> list:
                              "next": "/signin"})
 
     async def nights_page(request: Request) -> Response:
+        """Every night, or those in one state and whose name holds a text (a warehouse, a
+        date): a plain GET form, no script needed."""
         lines = await reading.nights(desk.pool, desk.client)
-        return desk.page(request, "nights.html.j2", nights=lines)
+        state = request.query_params.get("state", "")
+        text = request.query_params.get("night", "")[:100]
+        shown = [n for n in lines if (not state or n.state == state) and text in n.workflow_id]
+        return desk.page(request, "nights.html.j2", nights=shown, states=reading.STATES,
+                         state=state, text=text, total=len(lines))
 
     async def night_page(request: Request) -> Response:
         run = request.path_params["run"]

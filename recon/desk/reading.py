@@ -18,6 +18,7 @@ from recon.store import desk as store
 from recon.store import handovers
 
 LISTED = 200
+STATES = ("held at the gate", "waiting for a decision", "running", "completed", "undone")
 
 
 @dataclass(frozen=True)

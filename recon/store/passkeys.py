@@ -129,3 +129,10 @@ async def active(conn: Db) -> list[Passkey]:
         f"SELECT {', '.join('k.' + c for c in _COLUMNS.split(', '))} FROM approver_passkeys k"
         " JOIN approvers a ON a.name = k.approver WHERE a.active AND k.revoked_at IS NULL")
     return [Passkey(**dict(r)) for r in rows]
+
+
+async def counts(conn: Db) -> dict[str, int]:
+    """Registered, unrevoked passkeys per approver (`recon approvers list`)."""
+    rows = await conn.fetch("SELECT approver, count(*) AS n FROM approver_passkeys"
+                            " WHERE revoked_at IS NULL GROUP BY approver")
+    return {r["approver"]: r["n"] for r in rows}

@@ -134,6 +134,14 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             row = page.locator(f'tr[data-run="{held.id}"]')
             assert "held at the gate" in await row.locator(".state").text_content()
             assert await row.locator(".money").text_content() == "₹500"
+            # filtered by state and warehouse, with a plain GET form
+            await page.select_option("select[name=state]", "held at the gate")
+            await page.fill("input[name=night]", wh)
+            await page.click("#filter button")
+            await page.wait_for_url("**/nights?state=*", timeout=60_000)
+            assert await page.locator("#nights tbody tr").count() == 2  # this night and the other
+            await page.goto(f"{origin}/nights?state=completed&night={wh}")
+            assert await page.locator("#nights tbody tr").count() == 0
 
             # the handover: the supplier's name shown as text, its U+202E as an escape
             await page.goto(f"{origin}/night/{held.id}/handover")
