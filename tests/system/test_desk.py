@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
@@ -37,6 +38,13 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
 EVIL = "<b>Evil</b> Traders \u202egnp.exe"
+# set to a folder to keep screenshots of the desk's pages (docs/desk.md shows them)
+SCREENSHOTS = os.environ.get("DESK_SCREENSHOTS")
+
+
+async def _shot(page, name: str) -> None:
+    if SCREENSHOTS:
+        await page.screenshot(path=str(Path(SCREENSHOTS) / f"desk-{name}.png"), full_page=True)
 
 
 async def _held_night(pool: asyncpg.Pool, client: Client, settings, day: str, wh: str,
@@ -125,6 +133,7 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             await page.goto(link.group(1))
             await page.click("#enroll")
             await page.wait_for_url("**/signin", timeout=60_000)
+            await _shot(page, "signin")
             await page.click("#signin")
             await page.wait_for_url("**/nights", timeout=60_000)
             # a copy of the passkey as it is now (private key and counter): a clone, for later
@@ -134,6 +143,10 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             row = page.locator(f'tr[data-run="{held.id}"]')
             assert "held at the gate" in await row.locator(".state").text_content()
             assert await row.locator(".money").text_content() == "₹500"
+            await _shot(page, "nights")
+            await page.goto(f"{origin}/night/{held.id}")
+            await _shot(page, "night")
+            await page.goto(f"{origin}/nights")
             # filtered by state and warehouse, with a plain GET form
             await page.select_option("select[name=state]", "held at the gate")
             await page.fill("input[name=night]", wh)
@@ -157,6 +170,7 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
                 with pytest.raises(WorkflowUpdateFailedError):
                     await held.execute_update("decide", junk)
 
+            await _shot(page, "handover")
             sent: list[dict] = []
             page.on("request", lambda r: sent.append(json.loads(r.post_data))
                     if r.url.endswith("/decide") else None)
@@ -166,6 +180,7 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
             line = await _outcome(page)
             summary = await asyncio.wait_for(held.result(), 120)
             assert summary.status == "Completed", (line, summary)
+            await _shot(page, "decided")
             decided = await pool.fetchrow(
                 "SELECT decision, decided_by FROM handovers WHERE workflow_id = $1", held.id)
             assert tuple(decided) == ("resume", name), decided
