@@ -12,7 +12,7 @@ Db = asyncpg.Connection | asyncpg.Pool
 _NIGHTS = """
 WITH nights AS (
     SELECT workflow_id, count(*) AS invoices, count(DISTINCT supplier_id) AS suppliers
-    FROM run_invoices GROUP BY workflow_id
+    FROM run_invoices WHERE $2::text IS NULL OR workflow_id = $2 GROUP BY workflow_id
 )
 SELECT n.workflow_id, n.invoices, n.suppliers, recon_generation(n.workflow_id) AS generation,
        (SELECT count(*) FROM parked_items p WHERE p.workflow_id = n.workflow_id) AS parked,
@@ -31,14 +31,11 @@ LIMIT $1
 
 
 async def nights(conn: Db, limit: int = 200) -> list[asyncpg.Record]:
-    return await conn.fetch(_NIGHTS, limit)
+    return await conn.fetch(_NIGHTS, limit, None)
 
 
 async def night(conn: Db, workflow_id: str) -> asyncpg.Record | None:
-    rows = await conn.fetch(_NIGHTS.replace("FROM run_invoices GROUP BY",
-                                            "FROM run_invoices WHERE workflow_id = $2 GROUP BY"),
-                            1, workflow_id)
-    return rows[0] if rows else None
+    return await conn.fetchrow(_NIGHTS, 1, workflow_id)
 
 
 async def invoices_of(conn: Db, workflow_id: str) -> list[asyncpg.Record]:
