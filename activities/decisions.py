@@ -13,6 +13,7 @@ same execution is the same use again (a retry), for anything else it is refused.
 from __future__ import annotations
 
 import base64
+import hashlib
 from datetime import datetime, timedelta
 
 from temporalio import activity
@@ -23,6 +24,7 @@ from recon.domain.decisions import (
     PURPOSE,
     DecisionCheck,
     DecisionVerdict,
+    PasskeyBook,
     canonical_decision,
     four_eyes,
     over_limit,
@@ -31,10 +33,19 @@ from recon.domain.decisions import (
 )
 from recon.domain.keys import undo_workflow_id
 from recon.domain.money import BASE_CURRENCY, amounts, rupees
+from recon.domain.passkeys import (
+    PasskeyRefused,
+    b64url,
+    challenge_of,
+    signature_bytes,
+    unb64url,
+    verify_assertion,
+)
 from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
 from recon.store import approvers, requests
 from recon.store import decisions as decision_store
+from recon.store import passkeys as passkey_store
 from recon.store.generations import current_generation
 from recon.store.inspection import live_rows_of_invoice
 from recon.store.invoices import in_run
@@ -69,7 +80,17 @@ class DecisionActivities(Room):
         has refused MAX_REFUSED_PER_HANDOVER decisions on a handover verifies a decision against
         before it asks check_decision again (workflows/decisions.py, DecisionDesk.screen)."""
         return {a.name: base64.b64encode(a.public_key).decode()
-                for a in await approvers.all_approvers(self.pool) if a.active}
+                for a in await approvers.all_approvers(self.pool) if a.active and a.public_key}
+
+    @activity.defn(name="approver_passkeys")
+    @business_step
+    async def approver_passkeys(self) -> PasskeyBook:
+        """The active approvers' passkeys and the desk's origin and RP id: what a run past the
+        refusal cap screens a passkey-signed decision against (workflows/decisions.py)."""
+        keys = {b64url(k.credential_id): [k.approver, b64url(k.public_key)]
+                for k in await passkey_store.active(self.pool)}
+        return PasskeyBook(origin=self.settings.desk_origin, rp_id=self.settings.desk_rp_id,
+                           keys=keys)
 
     async def _spend(self, c: DecisionCheck, verdict: DecisionVerdict) -> DecisionVerdict:
         """The decision's signature is used now, for this handover of this execution of the run
@@ -106,7 +127,11 @@ class DecisionActivities(Room):
                                      signed_at=c.signed_at)
         if person is None:
             return DecisionVerdict(refused=f"{c.by!r} is not an approver on record")
-        if not verifies(person.public_key, payload, c.signature):
+        if c.passkey is not None:
+            problem = await self._passkey_problem(c, person.name, payload)
+            if problem:
+                return DecisionVerdict(refused=problem)
+        elif not verifies(person.public_key, payload, c.signature):
             return DecisionVerdict(refused=(
                 f"forged or altered: the signature does not verify against {person.name}'s key "
                 f"for this run, handover and decision"))
@@ -134,6 +159,43 @@ class DecisionActivities(Room):
         if not stake_needs_four_eyes(c.decision, c.park, stakes, self.settings.four_eyes_paise):
             return DecisionVerdict(approver=name, stake_paise=stake)
         return four_eyes(c, name, stake, amounts(stakes))
+
+    async def _passkey_problem(self, c: DecisionCheck, name: str, payload: bytes) -> str | None:
+        """A decision signed on the desk: the assertion must be by a passkey of `name` on record
+        (not revoked), over the SHA-256 of this decision's canonical form, for the desk's origin
+        and relying party, the person verified; and its sign counter must grow (a cloned
+        authenticator's does not). Its evidence is kept, so it can be verified again later."""
+        assert c.passkey is not None
+        forged = (f"forged or altered: the passkey assertion does not verify against {name}'s "
+                  f"passkey for this run, handover and decision")
+        try:
+            credential_id = unb64url(c.passkey.credential_id)
+            signature = signature_bytes(c.signature)
+        except PasskeyRefused:
+            return forged
+        key = await passkey_store.by_credential(self.pool, credential_id)
+        if key is None or key.approver != name:
+            return f"the passkey that signed is not one of {name}'s on record"
+        if key.revoked_at is not None:
+            return f"{name}'s passkey was revoked at {key.revoked_at:%Y-%m-%d %H:%M:%S %Z}"
+        try:
+            count = verify_assertion(c.passkey, signature, challenge=challenge_of(payload),
+                                     public_key=key.public_key, rp_id=self.settings.desk_rp_id,
+                                     origin=self.settings.desk_origin)
+        except PasskeyRefused as exc:
+            activity.logger.warning("passkey assertion by %s refused: %s", name, exc)
+            return forged
+        async with self.pool.acquire() as conn, conn.transaction():
+            fresh = await passkey_store.record_assertion(
+                conn, signature_sha256=hashlib.sha256(signature).digest(),
+                credential_id=credential_id, approver=name, canonical=payload,
+                authenticator_data=unb64url(c.passkey.authenticator_data),
+                client_data_json=unb64url(c.passkey.client_data_json), signature=signature,
+                sign_count=count)
+        if not fresh:
+            return (f"{name}'s passkey counter did not grow ({count}, {key.sign_count} on record): "
+                    f"a cloned authenticator or an old assertion; refused")
+        return None
 
     async def _park_problem(self, c: DecisionCheck) -> str | None:
         """The same check for every client (CLI, Web UI, a bare Update): an invoice that is not

@@ -61,6 +61,7 @@ def activities_for(resources: Resources) -> list[Callable[..., Any]]:
         handover.park_invoices,
         decisions.check_decision,
         decisions.approver_keys,
+        decisions.approver_passkeys,
         requests.check_signed_request,
         undo.open_next_generation,
         undo.withdraw_debit_notes,

@@ -32,9 +32,16 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain import decisions
     from recon.domain.models import DECISIONS, Decision, HandoverNote, IgnoredDecision, RecordedDecision
     from recon.domain.money import rupees
+    from recon.domain.passkeys import (
+        PasskeyRefused,
+        challenge_of,
+        signature_bytes,
+        unb64url,
+        verify_assertion,
+    )
     from recon.domain.requests import signature_digest
     from recon.domain.signing import verifies
-    from workflows.patches import BOUNDED_IGNORED, DECISIONS_ON_RECORD, REFUSALS_NEVER_LOCK
+    from workflows.patches import BOUNDED_IGNORED, DECISIONS_ON_RECORD, PASSKEYS_PAST_CAP, REFUSALS_NEVER_LOCK
     from workflows.policies import READ_TIMEOUT, RETRY
 
 
@@ -98,6 +105,10 @@ def out_of_bounds(d: Decision) -> str | None:
             return f"--park takes invoice numbers of 1 to {decisions.MAX_INVOICE_NO} characters"
     if len(d.signature) > decisions.MAX_SIGNATURE or len(d.signed_at) > decisions.MAX_SIGNED_AT:
         return "the signature or its time is not one `recon approve` makes"
+    if d.passkey is not None and any(
+            len(f) > decisions.MAX_PASSKEY_FIELD for f in (
+                d.passkey.credential_id, d.passkey.authenticator_data, d.passkey.client_data_json)):
+        return "the passkey assertion is not one the desk makes"
     return None
 
 
@@ -167,6 +178,11 @@ class DecisionDesk:
         self.keys_read_at: datetime | None = None
         self._reading_keys = False
         self.refused_signatures: set[bytes] = set()  # refused past the cap: not checked again
+        # past the cap, the passkeys a passkey-signed decision is screened against (patch
+        # PASSKEYS_PAST_CAP; read only when such a decision comes)
+        self.passkeys: decisions.PasskeyBook | None = None
+        self.passkeys_read_at: datetime | None = None
+        self._reading_passkeys = False
 
     def new_handover(self) -> None:
         self.first, self.confirmed_by, self.refused_here = None, "", 0
@@ -189,6 +205,8 @@ class DecisionDesk:
         refused without a record, so a flood grows neither the history nor Postgres)."""
         if not self.never_locked:
             return self.too_many_refused(d.handover_no)
+        if d.passkey is not None and self._past_cap() and self.passkeys is None:
+            return None  # the handler reads the passkeys and screens it
         if not self._past_cap() or self.keys is None:
             return None  # under the cap, or the keys are being read: the handler screens it
         return self._unverified(d, now)
@@ -202,6 +220,8 @@ class DecisionDesk:
             return f"{cap}: unsigned or not a signature"
         if digest in self.refused_signatures:
             return f"{cap}: this signature was refused on handover #{d.handover_no} already"
+        if d.passkey is not None and self.passkeys is not None:
+            return self._unverified_passkey(d, now, cap)
         key = (self.keys or {}).get(d.by)
         if key is None:
             if self.keys_read_at is not None and now - self.keys_read_at >= KEYS_FRESH_FOR:
@@ -214,9 +234,57 @@ class DecisionDesk:
             return f"{cap}: forged or altered, the signature does not verify against {d.by}'s key"
         return None
 
+    def _unverified_passkey(self, d: Decision, now: datetime, cap: str) -> str | None:
+        """Past the cap, a passkey-signed decision: by a passkey of `d.by` on record, over this
+        decision's canonical hash, for the desk's origin and RP id (its counter is the check's)."""
+        assert d.passkey is not None and self.passkeys is not None
+        entry = self.passkeys.keys.get(d.passkey.credential_id)
+        if entry is None or entry[0] != d.by:
+            if self.passkeys_read_at is not None and now - self.passkeys_read_at >= KEYS_FRESH_FOR:
+                return None  # the handler reads the passkeys again first
+            return f"{cap}: not a passkey of an active approver {d.by!r}"
+        payload = decisions.canonical_decision(
+            run=self._workflow_id, handover_no=d.handover_no, decision=d.decision, by=d.by,
+            note=d.note, park=d.park, signed_at=d.signed_at)
+        try:
+            verify_assertion(d.passkey, signature_bytes(d.signature),
+                             challenge=challenge_of(payload), public_key=unb64url(entry[1]),
+                             rp_id=self.passkeys.rp_id, origin=self.passkeys.origin)
+        except PasskeyRefused:
+            return (f"{cap}: forged or altered, the passkey assertion does not verify against "
+                    f"{d.by}'s passkey")
+        return None
+
+    async def _read_passkeys(self, d: Decision) -> str | None:
+        """Read the passkeys if the run has none, or `d`'s credential is new to them and they are
+        older than KEYS_FRESH_FOR; one read at a time. An error line, or None."""
+        assert d.passkey is not None
+        now = workflow.now()
+        stale = self.passkeys is None or (
+            d.passkey.credential_id not in self.passkeys.keys
+            and self.passkeys_read_at is not None and now - self.passkeys_read_at >= KEYS_FRESH_FOR)
+        if stale and self._reading_passkeys:
+            await workflow.wait_condition(lambda: not self._reading_passkeys)
+        elif stale:
+            self._reading_passkeys = True
+            try:
+                self.passkeys = await workflow.execute_activity_method(
+                    DecisionActivities.approver_passkeys, start_to_close_timeout=READ_TIMEOUT,
+                    heartbeat_timeout=self._heartbeat, retry_policy=RETRY,
+                    summary="read the active approvers' passkeys")
+                self.passkeys_read_at = workflow.now()
+            except ActivityError as err:
+                return f"the passkey assertion could not be checked: {err.cause or err}"
+            finally:
+                self._reading_passkeys = False
+        return None
+
     async def _screened(self, d: Decision) -> str | None:
         """Past the cap, in the handler: read the keys if the run has none (or a name is new to
         them and they are older than KEYS_FRESH_FOR), then screen as the validator does."""
+        if d.passkey is not None and (self.passkeys is not None
+                                      or workflow.patched(PASSKEYS_PAST_CAP)):
+            return await self._read_passkeys(d) or self._unverified(d, workflow.now())
         now = workflow.now()
         stale = self.keys is None or (
             d.by not in self.keys and self.keys_read_at is not None
@@ -255,6 +323,7 @@ class DecisionDesk:
             supplier_id=self._supplier_id, handover_no=d.handover_no, via=via,
             received_at=workflow.now().isoformat(), decision=d.decision, by=d.by, note=d.note,
             park=sorted(set(d.park)), signed_at=d.signed_at, signature=d.signature,
+            passkey=d.passkey,
             first_approver=first.by if first else "",
             first_decision=first.decision if first else "",
             first_park=list(first.park) if first else [],

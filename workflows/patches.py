@@ -38,6 +38,7 @@ EXTRACT_FEWER = "extract-fewer-batches"
 REFUSALS_NEVER_LOCK = "refusals-never-lock"
 SOURCES_FETCH = "sources-fetch"
 MODEL_BATCHES = "model-batches"
+PASSKEYS_PAST_CAP = "passkeys-past-cap"
 
 PATCHES: tuple[Patch, ...] = (
     Patch(RESUME_RERUNS_STEP, "2026-11-29",
@@ -71,4 +72,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch(MODEL_BATCHES, "2026-12-07",
           "step 2 asks every invoice interactively, whatever RECON_MODEL_MODE says (asked only in "
           "batch mode, so interactive histories carry no marker)"),
+    Patch(PASSKEYS_PAST_CAP, "2026-12-07",
+          "past the refusal cap, a decision carrying a passkey assertion is screened as an Ed25519 "
+          "one (no approver_passkeys activity): only a history that received one past the cap has "
+          "the marker"),
 )

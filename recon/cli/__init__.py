@@ -18,6 +18,7 @@ from recon.cli import (
     codec,
     data,
     decisions,
+    desk,
     ledger,
     load,
     mail,
@@ -51,6 +52,7 @@ app.command()(stack.demo)
 app.command()(decisions.handovers)
 app.command()(decisions.handover)
 app.command()(decisions.approve)
+app.command()(desk.desk)
 app.add_typer(approvers.app, name="approvers")
 app.command()(redo.redo)
 app.add_typer(mail.app, name="mail")

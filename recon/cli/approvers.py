@@ -43,23 +43,35 @@ def add(
     public_key: Annotated[Path | None, typer.Option(
         help="Register this Ed25519 public key (PEM) the person made instead.")] = None,
     key: KeyOption = None,
+    passkey: Annotated[bool, typer.Option(
+        "--passkey", help="Print a one-time link to register a passkey on the desk.")] = False,
 ) -> None:
-    """Put an approver on record with an Ed25519 public key."""
+    """Put an approver on record with an Ed25519 public key, a passkey, or both."""
     from recon.ops.approvers import add_approver
+    from recon.ops.passkeys import ENROLLMENT_VALID_FOR, enrollment_link
+    from recon.runtime.config import load_settings
 
     limit_paise = None if limit is None else parse_rupees(limit)
 
     async def go():
         async with database() as pool:
-            return await add_approver(pool, name, email, role, limit_paise, key_file=key_file,
-                                      public_key_file=public_key, admin_key=approver_key(key))
+            person = await add_approver(
+                pool, name, email, role, limit_paise, key_file=key_file,
+                public_key_file=public_key, admin_key=approver_key(key), passkey=passkey)
+            link = await enrollment_link(pool, person.name, load_settings().desk_origin) \
+                if passkey else None
+            return person, link
 
-    person = asyncio.run(go())
+    person, link = asyncio.run(go())
     where = f"; private key in {key_file} (keep it to yourself)" if key_file else ""
     console.print(printable(
         f"approver {person.name} ({person.role}, limit "
         f"{'none' if person.limit_paise is None else rupees(person.limit_paise)}) added{where}"),
         markup=False, highlight=False)
+    if link:
+        hours = int(ENROLLMENT_VALID_FOR.total_seconds() // 3600)
+        console.print(f"passkey enrollment link for {person.name} (one use, {hours} h): {link}",
+                      markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("list")
@@ -68,25 +80,45 @@ def list_() -> None:
     """Every approver on record, active first."""
     from recon.domain.signing import fingerprint
     from recon.store.approvers import all_approvers
+    from recon.store.passkeys import counts
 
     async def go():
         async with database() as pool:
-            return await all_approvers(pool)
+            return await all_approvers(pool), await counts(pool)
 
-    people = asyncio.run(go())
+    people, passkeys = asyncio.run(go())
     if not people:
         console.print("no approver on record: recon approvers add NAME --email E --role admin "
                       "--key-file PATH")
         return
     table = Table(title="Approvers")
-    for column in ("name", "email", "role", "limit", "key", "added", "revoked"):
+    for column in ("name", "email", "role", "limit", "key", "passkeys", "added", "revoked"):
         table.add_column(column)
     for p in people:
         table.add_row(*(Text(printable(cell)) for cell in (
             p.name, p.email, p.role, "none" if p.limit_paise is None else rupees(p.limit_paise),
-            fingerprint(p.public_key), f"{p.added_at:%Y-%m-%d %H:%M}",
+            fingerprint(p.public_key) if p.public_key else "none",
+            str(passkeys.get(p.name, 0)), f"{p.added_at:%Y-%m-%d %H:%M}",
             f"{p.revoked_at:%Y-%m-%d %H:%M}" if p.revoked_at else "")))
     console.print(table)
+
+
+@app.command()
+@user_errors
+def passkey(name: Annotated[str, typer.Argument(metavar="NAME")], key: KeyOption = None) -> None:
+    """Print a new one-time link for NAME to register a passkey on the desk (an admin's act)."""
+    from recon.ops.approvers import passkey_link
+    from recon.ops.passkeys import ENROLLMENT_VALID_FOR
+    from recon.runtime.config import load_settings
+
+    async def go():
+        async with database() as pool:
+            return await passkey_link(pool, name, approver_key(key), load_settings().desk_origin)
+
+    link = asyncio.run(go())
+    hours = int(ENROLLMENT_VALID_FOR.total_seconds() // 3600)
+    console.print(f"passkey enrollment link for {name} (one use, {hours} h): {link}",
+                  markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+from recon.domain.models import PasskeyProof
 from recon.domain.money import BASE_CURRENCY, rupees
 
 # What a decision may hold (the Update's validator refuses more, before anything is written).
@@ -23,7 +24,8 @@ MAX_BY = 64  # an approver's name
 MAX_NOTE = 500
 MAX_PARK = 100  # invoices one decision may park
 MAX_INVOICE_NO = 64
-MAX_SIGNATURE = 100  # base64 of 64 bytes is 88 characters
+MAX_SIGNATURE = 100  # base64 of 64 bytes is 88 characters (an ES256 DER signature: at most 96)
+MAX_PASSKEY_FIELD = 2048  # base64url of a credential id, authenticator data or client data
 MAX_SIGNED_AT = 40
 # A refused decision is recorded (Postgres and the run's history); beyond this many on one
 # handover only a decision whose signature verifies in the workflow is checked (and recorded),
@@ -119,10 +121,22 @@ class DecisionCheck(BaseModel):
     park: list[str] = Field(default_factory=list)
     signed_at: str = ""
     signature: str = ""
+    passkey: PasskeyProof | None = None  # a passkey's assertion instead of an Ed25519 signature
     # four eyes: the approval already on record for this handover, waiting for a second one
     first_approver: str = ""
     first_decision: str = ""
     first_park: list[str] = Field(default_factory=list)
+
+
+class PasskeyBook(BaseModel):
+    """The active approvers' passkeys, as a run past the refusal cap screens a passkey decision
+    against them (workflows/decisions.py): credential id (base64url) to [approver, COSE public
+    key (base64url)], and the worker's desk origin and RP id the assertion must have been made
+    for. The counter is not screened here; the check activity takes it."""
+
+    origin: str
+    rp_id: str
+    keys: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class DecisionVerdict(BaseModel):

@@ -169,6 +169,17 @@ class HandoverNote(BaseModel):
     note: str
 
 
+class PasskeyProof(BaseModel):
+    """A WebAuthn assertion over a decision (docs/desk.md), besides its signature (which travels
+    in `Decision.signature`, standard base64): the credential that signed, and the bytes the
+    authenticator signed over, base64url as the browser gives them. The challenge inside
+    `client_data_json` is the SHA-256 of the decision's canonical form."""
+
+    credential_id: str
+    authenticator_data: str
+    client_data_json: str
+
+
 class Decision(BaseModel):
     """A person's answer. It names the handover it answers; any other number is refused."""
 
@@ -182,6 +193,8 @@ class Decision(BaseModel):
     # made at `signed_at`; `by` is the name of the key's owner (docs/design.md §3).
     signed_at: str = ""
     signature: str = ""
+    # signed by a passkey on the desk instead of an Ed25519 key: the rest of the assertion
+    passkey: PasskeyProof | None = None
 
 
 class RecordedDecision(BaseModel):

@@ -244,6 +244,17 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "seconds a signed decision stays fresh", low=0, above=True, high=86_400,
                 high_words="1 to 86400 seconds"),
     )),
+    ("The finance desk (docs/desk.md)", (
+        Setting("RECON_DESK_HOST", "desk_host", TEXT, "127.0.0.1",
+                "where `recon desk` listens (behind a TLS proxy, keep it on loopback)"),
+        Setting("RECON_DESK_PORT", "desk_port", WHOLE, 8237, "the desk's port", low=1),
+        Setting("RECON_DESK_ORIGIN", "desk_origin", TEXT, "http://localhost:8237",
+                "the desk's origin as the browser sees it (`https://desk.example.com` behind a "
+                "proxy): passkey assertions made for any other origin are refused"),
+        Setting("RECON_DESK_RP_ID", "desk_rp_id", TEXT, "localhost",
+                "the WebAuthn relying party id: the desk origin's host name (or a parent domain of "
+                "it); passkeys are bound to it, so changing it orphans every passkey"),
+    )),
     ("Outside ledger (docs/ledger.md)", (
         Setting("RECON_LEDGER", "ledger", TEXT, "builtin",
                 "where step 7's adjustments are posted besides recon's own `ledger_entries`: "

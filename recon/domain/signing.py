@@ -69,13 +69,13 @@ def sign(key: Ed25519PrivateKey, payload: bytes) -> str:
     return base64.b64encode(key.sign(payload)).decode()
 
 
-def verifies(public_raw: bytes, payload: bytes, signature: str) -> bool:
+def verifies(public_raw: bytes | None, payload: bytes, signature: str) -> bool:
     """True only for a well-formed signature of exactly these bytes by this key."""
     try:
         raw = base64.b64decode(signature, validate=True)
     except (binascii.Error, ValueError):
         return False
-    if len(raw) != 64 or len(public_raw) != PUBLIC_KEY_BYTES:
+    if len(raw) != 64 or not public_raw or len(public_raw) != PUBLIC_KEY_BYTES:
         return False
     try:
         Ed25519PublicKey.from_public_bytes(public_raw).verify(raw, payload)

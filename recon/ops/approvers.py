@@ -101,7 +101,7 @@ def _write_private_key(path: Path, key: Ed25519PrivateKey) -> None:
 async def add_approver(
     pool: asyncpg.Pool, name: str, email: str, role: str, limit_paise: int | None, *,
     key_file: Path | None, public_key_file: Path | None,
-    admin_key: Ed25519PrivateKey | None,
+    admin_key: Ed25519PrivateKey | None, passkey: bool = False,
 ) -> Approver:
     if not NAME.fullmatch(name):
         raise Refused(f"approver name {name!r}: up to {MAX_BY} letters, digits, '.', '_', "
@@ -112,9 +112,12 @@ async def add_approver(
         raise Refused(f"--limit must be ₹0 to {rupees(MAX_LIMIT_PAISE)}")
     if role not in ROLES:
         raise Refused(f"--role must be approver or admin, got {role!r}")
-    if (key_file is None) == (public_key_file is None):
+    if key_file is not None and public_key_file is not None:
         raise Refused("give --key-file PATH (a new key pair) or --public-key FILE (a key "
-                      "the person made), one of them")
+                      "the person made), not both")
+    if key_file is None and public_key_file is None and not passkey:
+        raise Refused("give --key-file PATH (a new key pair), --public-key FILE (a key the "
+                      "person made) or --passkey (registered on the desk), or a key and --passkey")
     if not await store.active_admins(pool) and role != "admin":
         raise Refused("the first approver on record must be an admin (--role admin)")
     await _admin(pool, admin_key, f"adding {name}")
@@ -133,7 +136,12 @@ async def add_approver(
                 await _one_person(pool, email)
             raise Refused(f"that public key is already registered (or {name} was just added)")
         return added
-    assert key_file is not None
+    if key_file is None:  # a passkey only: registered later on the desk
+        added = await store.add(pool, name, email, role, None, limit_paise)
+        if added is None:
+            await _one_person(pool, email)
+            raise Refused(f"approver {name} is already on record")
+        return added
     if key_file.exists() or key_file.is_symlink():
         raise Refused(f"--key-file {key_file} already exists: not overwritten")
     key = new_private_key()
@@ -153,6 +161,21 @@ async def _one_person(conn: asyncpg.Connection | asyncpg.Pool, email: str) -> No
         raise Refused(f"--email {email}: {other} is an active approver with that address; two "
                       f"approvers of one person would make four eyes one pair (revoke {other} "
                       f"first if it is the same person's old key)")
+
+
+async def passkey_link(pool: asyncpg.Pool, name: str, admin_key: Ed25519PrivateKey | None,
+                       origin: str) -> str:
+    """A new one-time link for an active approver to register a (further) passkey on the desk:
+    an admin's act, like adding the approver."""
+    from recon.ops.passkeys import enrollment_link
+
+    person = await store.by_name(pool, name)
+    if person is None:
+        raise Refused(f"no approver {name!r} on record")
+    if not person.active:
+        raise Refused(f"{name} was revoked at {person.revoked_at:%Y-%m-%d %H:%M:%S}: no passkey")
+    await _admin(pool, admin_key, f"a passkey link for {name}")
+    return await enrollment_link(pool, name, origin)
 
 
 async def revoke_approver(pool: asyncpg.Pool, name: str,

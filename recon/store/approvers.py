@@ -18,7 +18,7 @@ class Approver:
     name: str
     email: str
     role: str
-    public_key: bytes
+    public_key: bytes | None  # None: a passkey-only approver (recon/store/passkeys.py)
     limit_paise: int | None
     active: bool
     added_at: datetime
@@ -33,7 +33,7 @@ _COLUMNS = "name, email, role, public_key, limit_paise, active, added_at, revoke
 
 
 async def add(conn: asyncpg.Connection | asyncpg.Pool, name: str, email: str, role: str,
-              public_key: bytes, limit_paise: int | None) -> Approver | None:
+              public_key: bytes | None, limit_paise: int | None) -> Approver | None:
     """Put an approver on record; None when the name or the key is already there."""
     return _approver(await conn.fetchrow(
         f"INSERT INTO approvers (name, email, role, public_key, limit_paise)"
