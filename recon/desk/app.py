@@ -28,7 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
-from recon.desk import ceremonies, reading
+from recon.desk import ceremonies, nights
 from recon.desk.sessions import COOKIE, Session, Sessions
 from recon.desk.throttle import Throttle
 from recon.domain.decisions import MAX_NOTE, MAX_PARK, canonical_decision, signing_time
@@ -208,23 +208,23 @@ def routes(desk: Desk) -> list:
     async def nights_page(request: Request) -> Response:
         """Every night, or those in one state and whose name holds a text (a warehouse, a
         date): a plain GET form, no script needed."""
-        lines = await reading.nights(desk.pool, desk.client)
+        lines = await nights.listed(desk.pool, desk.client)
         state = request.query_params.get("state", "")
         text = request.query_params.get("night", "")[:100]
         shown = [n for n in lines if (not state or n.state == state) and text in n.workflow_id]
-        return desk.page(request, "nights.html.j2", nights=shown, states=reading.STATES,
+        return desk.page(request, "nights.html.j2", nights=shown, states=nights.STATES,
                          state=state, text=text, total=len(lines))
 
     async def night_page(request: Request) -> Response:
         run = request.path_params["run"]
-        night = await reading.night(desk.pool, desk.client, run)
+        night = await nights.night(desk.pool, desk.client, run)
         if night is None:
             return desk.page(request, "missing.html.j2", 404, run=run)
         return desk.page(request, "night.html.j2", run=run, **night)
 
     async def handover_page(request: Request) -> Response:
         run = request.path_params["run"]
-        night = await reading.night(desk.pool, desk.client, run)
+        night = await nights.night(desk.pool, desk.client, run)
         if night is None:
             return desk.page(request, "missing.html.j2", 404, run=run)
         pending = [h for h in night["handovers"] if h["decision"] is None]

@@ -10,7 +10,9 @@ late import is still a circle. The rule, read as "may import":
 - `workflows`: `recon.domain`, each other, and `activities` (by reference, for their names);
 - `activities`, `worker`, `starter`: anything but `ops`, `cli`, `tools` (and never `worker` or
   `starter` from `activities`);
-- `recon.ops`: anything but `cli` and `tools`;
+- `recon.ops`: anything but `cli`, `tools` and `desk`;
+- `recon.desk` (the finance team's web pages, an interface like the command line): anything but
+  `cli` and `tools`; only `recon.cli` (which starts it) imports it;
 - nothing imports `recon.cli` or `recon.tools` but themselves (and `recon.tools` may use `ops`).
 """
 
@@ -70,7 +72,8 @@ def room_of(module: str) -> str:
 
 
 LOWER = {"recon.store", "recon.documents", "recon.mail", "recon.runtime", "recon.sources"}
-ABOVE_LOWER = {"workflows", "activities", "worker", "starter", "recon.ops", "recon.cli", "recon.tools"}
+ABOVE_LOWER = {"workflows", "activities", "worker", "starter", "recon.ops", "recon.cli", "recon.tools",
+               "recon.desk"}
 
 
 def broken_rule(importer: str, imported: str) -> str | None:
@@ -89,8 +92,10 @@ def broken_rule(importer: str, imported: str) -> str | None:
     if dst in ("starter", "worker", "workflows") and src not in ("recon.ops", "recon.cli", "recon.tools",
                                                                  "worker", "starter"):
         return f"only recon.ops, recon.cli and recon.tools import {dst}"
-    if dst == "recon.ops" and src not in ("recon.cli", "recon.tools"):
-        return "only recon.cli and recon.tools import recon.ops"
+    if dst == "recon.desk" and src != "recon.cli":
+        return "only recon.cli imports recon.desk"
+    if dst == "recon.ops" and src not in ("recon.cli", "recon.tools", "recon.desk"):
+        return "only recon.cli, recon.tools and recon.desk import recon.ops"
     return None
 
 

@@ -71,7 +71,7 @@ async def _statuses(client: Client) -> dict[str, WorkflowExecutionStatus | None]
     return out
 
 
-async def nights(pool: asyncpg.Pool, client: Client) -> list[NightLine]:
+async def listed(pool: asyncpg.Pool, client: Client) -> list[NightLine]:
     rows = await store.nights(pool, LISTED)
     statuses = await _statuses(client)
     return [_line(r, statuses.get(r["workflow_id"])) for r in rows]
