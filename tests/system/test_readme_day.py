@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,24 +60,34 @@ def _start_dev(home: Path, env: dict[str, str]) -> subprocess.Popen:
     return process
 
 
-def test_the_readme_day_of_use_works_line_by_line(place: Path) -> None:
-    lines = day_of_use()
+def _run_block(place: Path, lines: list[str],
+               rewrite: Callable[[str, str], str] = lambda line, log: line,
+               ) -> tuple[str, dict[int, int], subprocess.CompletedProcess]:
+    """Start `recon dev` in a home of its own under `place`, run the block's lines after it in
+    one bash session (each line as `rewrite` gives it, told the dev log), stop the stack. Returns
+    (stdout, each line's exit code by number, the process)."""
     assert lines[0] == DEV, lines[0]
     home = place / "home"
     home.mkdir()
     env = _env(home)
     dev = _start_dev(home, env)
     try:
+        log = (place / "dev.log").read_text()
         script = ["set -u"]
         for n, line in enumerate(lines[1:], 1):
-            script += [f"echo '@@LINE {n}'", line, f"echo \"@@EXIT {n} $?\""]
+            script += [f"echo '@@LINE {n}'", rewrite(line, log), f"echo \"@@EXIT {n} $?\""]
         done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=600)
     finally:
         os.killpg(dev.pid, signal.SIGTERM)
         dev.wait(60)
-    out = done.stdout
-    exits = {int(n): int(code) for n, code in re.findall(r"@@EXIT (\d+) (\d+)", out)}
+    exits = {int(n): int(code) for n, code in re.findall(r"@@EXIT (\d+) (\d+)", done.stdout)}
+    return done.stdout, exits, done
+
+
+def test_the_readme_day_of_use_works_line_by_line(place: Path) -> None:
+    lines = day_of_use()
+    out, exits, done = _run_block(place, lines)
     assert sorted(exits) == list(range(1, len(lines))), (out[-4000:], done.stderr[-4000:])
     held = next(n for n, line in enumerate(lines[1:], 1)
                 if line.startswith("uv run recon run --date 2026-10-14"))
@@ -109,27 +120,14 @@ def test_the_readme_unattended_night_from_the_dev_mailbox(place: Path) -> None:
     configured, one `recon run`, and the night fetches, loads and posts the ₹600 by itself. The
     mailbox's port and the password file's folder are the ones this `recon dev` chose."""
     lines = day_of_use("### The same night, unattended, from a mailbox")
-    assert lines[0] == DEV, lines[0]
-    home = place / "home"
-    home.mkdir()
-    env = _env(home)
-    dev = _start_dev(home, env)
-    try:
-        served = re.search(r"IMAP +imap://ap@127\.0\.0\.1:(\d+)/INBOX",
-                           (place / "dev.log").read_text())
-        assert served, (place / "dev.log").read_text()
-        script = ["set -u"]
-        for n, line in enumerate(lines[1:], 1):
-            line = line.replace("127.0.0.1:1143", f"127.0.0.1:{served.group(1)}").replace(
-                ".recon/", "$RECON_HOME/")
-            script += [f"echo '@@LINE {n}'", line, f"echo \"@@EXIT {n} $?\""]
-        done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
-    finally:
-        os.killpg(dev.pid, signal.SIGTERM)
-        dev.wait(60)
-    out = done.stdout
-    exits = {int(n): int(code) for n, code in re.findall(r"@@EXIT (\d+) (\d+)", out)}
+
+    def served_here(line: str, log: str) -> str:
+        served = re.search(r"IMAP +imap://ap@127\.0\.0\.1:(\d+)/INBOX", log)
+        assert served, log
+        return line.replace("127.0.0.1:1143", f"127.0.0.1:{served.group(1)}").replace(
+            ".recon/", "$RECON_HOME/")
+
+    out, exits, done = _run_block(place, lines, served_here)
     assert exits == dict.fromkeys(range(1, len(lines)), 0), (out[-4000:], done.stderr[-4000:])
     assert "3 messages (3 unseen)" in out and "nothing changed" in out, out
     assert "net ₹600" in out, out
