@@ -90,6 +90,10 @@ def _side(debit_paise: int) -> dict[str, Decimal]:
 class TrytonLedger:
     name = "tryton"
     looks_up = True
+    # Entries the pusher hands `post_many` at once: one create, one look-up, one post for all.
+    # 100 moves (about 300 lines) keep each call a few seconds at most on a loaded SQLite Tryton,
+    # well inside the pusher's idle limit for a fenced transaction (OUTSIDE_CALL_SECONDS).
+    batch = 100
 
     def __init__(self, url: str, user: str, password: str, *, payable: str, variance: str,
                  journal: str, taxes: dict[str, str] | None = None,
@@ -303,18 +307,21 @@ class TrytonLedger:
                     answer[key].append(Found(key, str(move["id"]), _paise(move["total"])))
         return answer
 
-    async def _settle(self, key: str, draft: int, paise: int) -> int:
-        """Post the move of `key` that is the one, and return its id: the lowest-id move of the
-        key. Our `draft` (created and committed by Tryton before this call) is deleted if a move
-        with the key and a lower id exists, draft or posted, and that one is posted instead (a
-        post of a move already posted by someone else changes nothing: that is success).
+    async def _settle(self, drafts: dict[str, tuple[int, int]]) -> dict[str, int]:
+        """Post the move of each key that is the one, and return its id: the lowest-id move of the
+        key. `drafts` holds, per key, our draft (created and committed by Tryton before this call)
+        and the entry's amount in paise. All keys are looked up in one call, every draft that is
+        not the lowest of its key is deleted in one call and every lowest move posted in one call
+        (a post of a move already posted by someone else changes nothing: that is success).
 
-        Why this leaves exactly one posted move whatever the interleaving, with no lock:
+        Why this leaves exactly one posted move per key whatever the interleaving, with no lock
+        (each key on its own: a batch is many keys side by side, none depends on another):
         1. Only the lowest-id move of a key is ever posted: here, and in `find`, which posts a
            draft only when it is the lowest of its key.
         2. The lowest-id move never changes once someone has seen it: a move made later gets a
            higher id (Tryton's ids increase), and each creator's create has committed before its
-           own look-up, so of two creators the later one's look-up sees the earlier one's move.
+           own look-up (a batch's create is one Tryton transaction, committed whole before the
+           batch's look-up), so of two creators the later one's look-up sees the earlier one's.
         3. So every creator posts the same move, the lowest, and a creator whose draft is not the
            lowest deletes it; Tryton lets a draft be deleted and refuses to delete a posted move,
            and by 1 nobody posts a draft that is not the lowest.
@@ -322,29 +329,43 @@ class TrytonLedger:
         look-up, this look-up and its post) posts the lowest move it saw, which by 2 is the
         lowest there is: a stale attempt woken after a takeover adds nothing. What 2 assumes:
         ids in the order creates commit. SQLite (one writer at a time) gives it; on PostgreSQL
-        two creates of one key would have to overlap inside Tryton itself (each is one short
-        request) and commit out of id order, which recon's fence leaves to a stale attempt
-        woken within milliseconds of the live one's create; step 7's closing check counts posted
-        moves per key and would hand that over."""
-        held = await self._moves([key])
-        lowest = held[0]["id"] if held else draft
-        if lowest < draft and _paise(held[0]["total"]) != paise:
-            await self._call("model.account.move.delete", [draft])
-            raise LedgerDisagrees(f"Tryton move {lowest} carries {key} with "
-                                  f"{_paise(held[0]['total'])} paise on the payable; recon's entry "
-                                  f"is {paise}: a key reused with another amount, nothing posted")
-        if lowest < draft:
+        two creates of one key would have to overlap inside Tryton itself and commit out of id
+        order, which recon's fence leaves to a stale attempt woken within milliseconds of the live
+        one's create; step 7's closing check counts posted moves per key and would hand that over.
+        Tryton with recon's module (`recon_keys`, docs/ledger.md) closes that gap: there a second
+        move of a key is refused by Tryton's own unique constraint."""
+        held: dict[str, list[dict]] = {}
+        for move in await self._moves(list(drafts)):
+            held.setdefault(move["key"], []).append(move)
+        lowest: dict[str, int] = {}
+        losers: list[int] = []
+        disagrees: LedgerDisagrees | None = None
+        for key, (draft, paise) in drafts.items():
+            first = held[key][0] if held.get(key) else None
+            lowest[key] = first["id"] if first else draft
+            if first and lowest[key] < draft:
+                losers.append(draft)
+                if disagrees is None and _paise(first["total"]) != paise:
+                    disagrees = LedgerDisagrees(
+                        f"Tryton move {first['id']} carries {key} with {_paise(first['total'])} "
+                        f"paise on the payable; recon's entry is {paise}: a key reused with "
+                        "another amount, nothing posted")
+        if losers:
             try:
-                await self._call("model.account.move.delete", [draft])
+                await self._call("model.account.move.delete", losers)
             except LedgerRefused:
-                # Our draft was posted meanwhile: only by someone who saw no lower id, which the
-                # argument above rules out; say so rather than hide a second posted move.
-                raise LedgerRefused(f"Tryton moves {lowest} and {draft} both carry {key} and "
-                                    f"{draft} cannot be deleted: a person must look") from None
-        await self._call("model.account.move.post", [lowest])
+                # A draft of ours was posted meanwhile: only by someone who saw no lower id, which
+                # the argument above rules out; say so rather than hide a second posted move.
+                raise LedgerRefused(
+                    f"Tryton moves {', '.join(map(str, losers))} carry keys held by lower moves "
+                    "and cannot all be deleted: a person must look") from None
+        if disagrees is not None:
+            raise disagrees  # the other keys' lowest drafts stay drafts: `find` posts them
+        await self._call("model.account.move.post", sorted(set(lowest.values())))
         return lowest
 
-    async def post(self, entry: Entry) -> str:
+    async def _move(self, entry: Entry) -> dict:
+        """The move of one entry as Tryton's `create` takes it (a refusal names its entry)."""
         if entry.currency != BASE_CURRENCY:
             # The company books in ₹ (recon ledger init makes it so): a move line's debit and
             # credit are in its currency, and recon assumes no rate. Refused, never converted.
@@ -352,7 +373,6 @@ class TrytonLedger:
                 f"{entry.key} is {amount(entry.amount_paise, entry.currency)}: the Tryton company "
                 f"books in ₹ and recon assumes no exchange rate; post it by hand at the rate of "
                 f"the day")
-        await self._prepare()
         party = await self._party(entry)
         period = await self._period(entry.business_date)
         # The payable takes the whole claim; the variance its taxable value and each tax part
@@ -362,13 +382,25 @@ class TrytonLedger:
         lines.append({"account": self._ids["variance"], **_side(-taxable)})
         for part, paise in entry.taxes:
             lines.append({"account": await self._tax_account(part), **_side(-paise)})
-        await self.before_create(entry)
-        created = await self._call("model.account.move.create", [{
-            "journal": self._ids["journal"], "period": period, "date": entry.business_date,
-            "description": entry.key, "lines": [["create", lines]],
-        }])
-        await self.before_settle(entry)
-        return str(await self._settle(entry.key, created[0], entry.amount_paise))
+        return {"journal": self._ids["journal"], "period": period, "date": entry.business_date,
+                "description": entry.key, "lines": [["create", lines]]}
+
+    async def post(self, entry: Entry) -> str:
+        return (await self.post_many([entry]))[0]
+
+    async def post_many(self, entries: list[Entry]) -> list[str]:
+        """Post a batch: every draft in one `create` (one Tryton transaction: all made or none),
+        then `_settle` for all their keys at once. Returns the ids in the entries' order. A
+        refusal (a closed period, an unknown account) refuses the whole batch; the pusher then
+        settles its entries one by one, so the refusal names its entry and the rest post."""
+        await self._prepare()
+        moves = [await self._move(entry) for entry in entries]
+        await self.before_create(entries[0])
+        created = await self._call("model.account.move.create", moves)
+        await self.before_settle(entries[0])
+        settled = await self._settle({entry.key: (draft, entry.amount_paise)
+                                      for entry, draft in zip(entries, created, strict=True)})
+        return [str(settled[entry.key]) for entry in entries]
 
     async def before_create(self, entry: Entry) -> None:
         """Nothing; a test pauses here (after the look-up, before the draft is made)."""
@@ -443,7 +475,7 @@ class TrytonLedger:
             "origin": f"account.move,{move}", "lines": [["create", swapped]],
         }])
         await self.before_settle(entry)
-        return str(await self._settle(entry.key, created[0], entry.amount_paise))
+        return str((await self._settle({entry.key: (created[0], entry.amount_paise)}))[entry.key])
 
     async def close(self) -> None:
         return None
