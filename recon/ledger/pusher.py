@@ -135,9 +135,17 @@ async def _push_one(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fenc
             failpoints.hit(f"{step}_landed", n)  # in the ledger, not yet recorded here
             await postings.mark(conn, entry.key, postings.POSTED, outside_id)
             return sent
-    except (LedgerRefused, LedgerDisagrees) as exc:
+    except LedgerDisagrees as exc:
         await postings.mark(conn, entry.key, postings.FAILED, words=str(exc))
         raise
+    except LedgerRefused as exc:
+        # The ledger's words, named by the entry they refuse (a period or an account is the
+        # same for many entries; the person retrying must know which one stopped).
+        named = exc if entry.key in str(exc) else LedgerRefused(f"{entry.key}: {exc}")
+        await postings.mark(conn, entry.key, postings.FAILED, words=str(named))
+        if named is exc:
+            raise
+        raise named from exc
 
 
 async def _push_batch(conn: asyncpg.Connection, ledger, fence: Fence, workflow_id: str,

@@ -33,6 +33,10 @@ from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused, Ledg
 from recon.ledger.wire import LedgerUnavailable, exchange
 
 TIMEOUT_SECONDS = 30.0
+# The move's field that recon's Tryton module (recon_keys) adds, unique by Tryton's constraint,
+# and the words its refusal carries (recon_keys/message.xml).
+KEY_FIELD = "recon_key"
+KEY_TAKEN = "recon_key_unique"
 
 
 class TrytonUnavailable(LedgerUnavailable):
@@ -90,26 +94,28 @@ def _side(debit_paise: int) -> dict[str, Decimal]:
 class TrytonLedger:
     name = "tryton"
     looks_up = True
-    # Entries the pusher hands `post_many` at once: one create, one look-up, one post for all.
-    # 100 moves (about 300 lines) keep each call a few seconds at most on a loaded SQLite Tryton,
-    # well inside the pusher's idle limit for a fenced transaction (OUTSIDE_CALL_SECONDS).
-    batch = 100
 
     def __init__(self, url: str, user: str, password: str, *, payable: str, variance: str,
                  journal: str, taxes: dict[str, str] | None = None,
                  party_by: str = str(default_of("RECON_LEDGER_PARTY_BY")),
-                 create_parties: bool = False) -> None:
+                 create_parties: bool = False,
+                 batch: int = int(default_of("RECON_LEDGER_BATCH"))) -> None:
         self.url = url.rstrip("/") + "/rpc/"
         self.user, self.password = user, password
         self.codes = {"payable": payable, "variance": variance, "journal": journal}
         self.tax_codes = taxes or {}
         self.party_by, self.create_parties = party_by, create_parties
+        # Entries the pusher hands `post_many` at once (RECON_LEDGER_BATCH): one create, one
+        # look-up, one post for all. 100 moves (about 300 lines) keep each call a few seconds at
+        # most on a loaded Tryton, well inside the pusher's idle limit (OUTSIDE_CALL_SECONDS).
+        self.batch = batch
         self._auth: str | None = None
         self._context: dict = {}
         self._ids: dict[str, int] = {}
         self._parties: dict[str, int] = {}
         self._periods: dict[date, int] = {}
         self._ready = asyncio.Lock()
+        self.keyed = False  # learnt in `_prepare`: does this Tryton have recon_keys?
 
     # ------------------------------------------------------------------ the wire
     def _send(self, method: str, params: list, auth: str | None) -> Any:
@@ -177,6 +183,12 @@ class TrytonLedger:
                             f"; Tryton user {self.user} has no current company: add the company to "
                             "its Companies and make it the Current Company (docs/ledger.md)"))
                 found_ids[what] = found[0]
+            # recon_keys (recon/ledger/tryton_module) adds `recon_key` to the move: with it,
+            # Tryton itself refuses a second move of a key (`_post_keyed`).
+            fields = await asyncio.to_thread(
+                self._send, "model.account.move.fields_get", [[KEY_FIELD], self._context],
+                self._auth)
+            self.keyed = KEY_FIELD in fields
             self._ids.update(found_ids)
 
     # ------------------------------------------------------------------ master data
@@ -286,6 +298,22 @@ class TrytonLedger:
             move["total"] += line["debit"] - line["credit"]
         return [moves[k] for k in sorted(moves)]
 
+    async def _post(self, moves: list[int]) -> None:
+        """Post these moves in one call. Tryton refuses its post button on a move already posted
+        (another attempt's `find` may have posted one meanwhile: that is success), so on a
+        refusal the states are read and the moves still draft are posted again; a refusal with
+        every move still draft is Tryton's own (a closed period) and is raised."""
+        while moves:
+            try:
+                await self._call("model.account.move.post", moves)
+                return
+            except LedgerRefused:
+                states = await self._call("model.account.move.read", moves, ["state"])
+                drafts = [m["id"] for m in states if m["state"] == "draft"]
+                if len(drafts) == len(moves):
+                    raise
+                moves = drafts
+
     async def find(self, keys: list[str]) -> dict[str, list[Found]]:
         """What Tryton holds under each key, by the rule `_settle` keeps: every posted move, and
         the lowest-id move when it is still a draft (a creator stopped between its create and its
@@ -300,7 +328,7 @@ class TrytonLedger:
             by_key.setdefault(move["key"], []).append(move)
         lowest_drafts = [held[0]["id"] for held in by_key.values() if held[0]["state"] == "draft"]
         if lowest_drafts:
-            await self._call("model.account.move.post", lowest_drafts)
+            await self._post(lowest_drafts)
         for key, held in by_key.items():
             for move in held:
                 if move["state"] == "posted" or move is held[0]:
@@ -361,7 +389,7 @@ class TrytonLedger:
                     "and cannot all be deleted: a person must look") from None
         if disagrees is not None:
             raise disagrees  # the other keys' lowest drafts stay drafts: `find` posts them
-        await self._call("model.account.move.post", sorted(set(lowest.values())))
+        await self._post(sorted(set(lowest.values())))
         return lowest
 
     async def _move(self, entry: Entry) -> dict:
@@ -382,8 +410,9 @@ class TrytonLedger:
         lines.append({"account": self._ids["variance"], **_side(-taxable)})
         for part, paise in entry.taxes:
             lines.append({"account": await self._tax_account(part), **_side(-paise)})
-        return {"journal": self._ids["journal"], "period": period, "date": entry.business_date,
+        move = {"journal": self._ids["journal"], "period": period, "date": entry.business_date,
                 "description": entry.key, "lines": [["create", lines]]}
+        return {**move, KEY_FIELD: entry.key} if self.keyed else move
 
     async def post(self, entry: Entry) -> str:
         return (await self.post_many([entry]))[0]
@@ -395,12 +424,52 @@ class TrytonLedger:
         settles its entries one by one, so the refusal names its entry and the rest post."""
         await self._prepare()
         moves = [await self._move(entry) for entry in entries]
+        if self.keyed:
+            return await self._post_keyed(entries, moves)
         await self.before_create(entries[0])
         created = await self._call("model.account.move.create", moves)
         await self.before_settle(entries[0])
         settled = await self._settle({entry.key: (draft, entry.amount_paise)
                                       for entry, draft in zip(entries, created, strict=True)})
         return [str(settled[entry.key]) for entry in entries]
+
+    async def _post_keyed(self, entries: list[Entry], moves: list[dict]) -> list[str]:
+        """With recon_keys: each move carries its key in its own create, and Tryton's unique
+        constraint refuses a move whose key is already in the books, whatever the ids and
+        whoever races (on PostgreSQL a second create of a key waits for the first to commit,
+        then is refused). A refused create makes nothing (one transaction); recon then looks the
+        batch's keys up, takes what is there (a draft left by a creator stopped before its post
+        is posted by `find`: it is the only move of its key) and creates the rest again."""
+        ids: dict[str, str] = {}
+        todo = list(zip(entries, moves, strict=True))
+        for _ in range(len(entries) + 1):  # each refusal finds at least one key already there
+            if not todo:
+                break
+            await self.before_create(todo[0][0])
+            try:
+                created = await self._call("model.account.move.create", [m for _, m in todo])
+            except LedgerRefused as exc:
+                if KEY_TAKEN not in str(exc):
+                    raise
+                held = await self.find([entry.key for entry, _ in todo])
+                for entry, _ in todo:
+                    for found in held[entry.key]:
+                        if found.amount_paise != entry.amount_paise:
+                            raise LedgerDisagrees(
+                                f"Tryton move {found.outside_id} carries {entry.key} with "
+                                f"{found.amount_paise} paise on the payable; recon's entry is "
+                                f"{entry.amount_paise}: a key reused with another amount") from None
+                        ids[entry.key] = found.outside_id
+                todo = [(entry, move) for entry, move in todo if entry.key not in ids]
+                continue
+            await self.before_settle(todo[0][0])
+            await self._post(created)
+            ids.update((entry.key, str(move)) for (entry, _), move in zip(todo, created, strict=True))
+            todo = []
+        if todo:
+            raise LedgerRefused(f"Tryton refused {todo[0][0].key} as already in the books, yet "
+                                "holds no move with it: a person must look")
+        return [ids[entry.key] for entry in entries]
 
     async def before_create(self, entry: Entry) -> None:
         """Nothing; a test pauses here (after the look-up, before the draft is made)."""
@@ -468,12 +537,13 @@ class TrytonLedger:
         swapped = [{"account": ln["account"], "party": ln["party"], "debit": ln["credit"],
                     "credit": ln["debit"], "origin": f"account.move.line,{ln['id']}"}
                    for ln in lines]
+        reversal = {"journal": original["journal"], "period": original["period"],
+                    "date": original["date"], "description": entry.key,
+                    "origin": f"account.move,{move}", "lines": [["create", swapped]]}
+        if self.keyed:  # Tryton refuses a second reversal of the key itself
+            return (await self._post_keyed([entry], [{**reversal, KEY_FIELD: entry.key}]))[0]
         await self.before_create(entry)
-        created = await self._call("model.account.move.create", [{
-            "journal": original["journal"], "period": original["period"],
-            "date": original["date"], "description": entry.key,
-            "origin": f"account.move,{move}", "lines": [["create", swapped]],
-        }])
+        created = await self._call("model.account.move.create", [reversal])
         await self.before_settle(entry)
         return str((await self._settle({entry.key: (created[0], entry.amount_paise)}))[entry.key])
 

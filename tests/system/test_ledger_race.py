@@ -15,11 +15,12 @@ import pytest
 from recon.domain.errors import StaleAttempt
 from recon.domain.keys import undo_key
 from recon.ledger import pusher
+from recon.ledger.port import LedgerRefused
 from recon.ledger.pusher import push
 from recon.ledger.tryton import TrytonLedger
 from recon.store import ledger_postings as postings
 from recon.store.fences import take_fence
-from recon.store.ledger import LedgerEntry, post_entries
+from recon.store.ledger import LedgerEntry, TaxParts, post_entries
 from tests.tryton import ADMIN_PASSWORD, TrytonServer
 
 pytestmark = pytest.mark.slow
@@ -71,6 +72,37 @@ async def test_a_pusher_whose_fence_was_taken_over_posts_nothing(
     assert tryton.moves() == []
     assert await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1"
                                " AND state = 'waiting'", wf) == 3
+
+
+async def test_a_batch_with_one_refused_entry_names_it_and_posts_the_rest(
+    pool: asyncpg.Pool, tryton: TrytonServer
+) -> None:
+    """Entry 3 of 6 carries a cess part whose Tryton account the settings do not name: the
+    batch's one create is refused whole (nothing made), then each entry is settled alone: entry 3
+    is recorded failed in words naming it, the five others are posted, once each."""
+    wf = f"recon-2026-10-13-race{os.getpid()}x{next(_runs)}"
+    fence = await take_fence(pool, f"{wf}:ledger")
+    entries = [LedgerEntry(reference=f"{wf}:INV-{i}:1:price", workflow_id=wf, invoice_no=f"INV-{i}",
+                           supplier_id="S001", line_no=1, kind="price", amount_paise=1_000 + i,
+                           parts=TaxParts(taxable_paise=900 + i, cess_paise=100) if i == 3 else None)
+               for i in range(6)]
+    async with pool.acquire() as conn:
+        await post_entries(conn, entries, fence)
+        await postings.enqueue_live(conn, wf, None, "tryton")
+    ledger = TrytonLedger(tryton.url, "admin", ADMIN_PASSWORD, payable="AP", variance="PPV",
+                          journal="EXP", taxes={}, create_parties=True)
+    assert ledger.batch >= 6
+    refused = entries[3].reference
+    async with pool.acquire() as conn:
+        with pytest.raises(LedgerRefused) as caught:
+            await push(conn, ledger, fence, wf, None, reversals=False, step="race")
+    assert str(caught.value).startswith(f"{refused}: Tryton has no account for the CESS part")
+    held = {m["description"]: (m["state"], m["paise"]) for m in tryton.moves()}
+    assert held == {e.reference: ("posted", e.amount_paise) for e in entries if e.reference != refused}
+    states = {r["reference"]: (r["state"], r["words"]) for r in await pool.fetch(
+        "SELECT reference, state, words FROM ledger_postings WHERE workflow_id = $1", wf)}
+    assert states.pop(refused) == ("failed", str(caught.value))
+    assert {state for state, _ in states.values()} == {"posted"}
 
 
 class _Paused(TrytonLedger):
