@@ -40,6 +40,11 @@ def _by_key(tryton: TrytonServer) -> dict[str, list[int]]:
 async def test_seed_night_killed_at_entry_24_leaves_40_moves_once(
     pool: asyncpg.Pool, client: Client, night, spawn_worker, stack, tryton: TrytonServer
 ) -> None:
+    await killed_at_entry_24(pool, client, night, spawn_worker, stack, tryton)
+
+
+async def killed_at_entry_24(pool: asyncpg.Pool, client: Client, night, spawn_worker, stack,
+                             tryton: TrytonServer) -> None:
     """The seed's story on Tryton: the worker dies after Tryton took move 24 and before recon
     wrote that down; the next worker looks the key up, finds it, and posts only the rest. In
     batches of 8 (RECON_LEDGER_BATCH), entry 24 ends the third: moves 17-24 landed together,
