@@ -156,15 +156,19 @@ def _every_move_of(tryton: TrytonServer, key: str) -> list[dict]:
                        None, ["state"])
 
 
+@pytest.mark.parametrize("keys", [True, False], ids=["recon_keys", "without"])
 @pytest.mark.parametrize("where", ["before_create", "before_settle"])
 async def test_a_worker_frozen_inside_its_post_and_woken_after_a_takeover_posts_no_second_move(
-    pool: asyncpg.Pool, tryton: TrytonServer, monkeypatch: pytest.MonkeyPatch, where: str
+    pool: asyncpg.Pool, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+    where: str, keys: bool
 ) -> None:
     """The window check-then-post alone left open: A looked the key up (nothing there), checked
     its fence, froze longer than the idle limit; B took over and posted; A woke and made its
     move. Tryton now holds A's move as a draft with a higher id than B's, A deletes it and
     takes B's: one posted move. (Frozen after its create instead: B finds A's draft, the lowest,
-    and posts it; A finds it posted.)"""
+    and posts it; A finds it posted.) With recon_keys, A's create is refused by Tryton (the key
+    is B's) and A takes B's move."""
+    tryton = request.getfixturevalue("tryton" if keys else "tryton_without_keys")
     monkeypatch.setattr(pusher, "OUTSIDE_CALL_SECONDS", 2)
     wf, fence, wanted = await _owed(pool, 1)
     (key,) = wanted
