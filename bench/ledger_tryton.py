@@ -93,11 +93,13 @@ async def measure(ledger: TrytonLedger, n: int, per_entry: int) -> None:
 
     await ledger.find(["warm-up"])
     await ledger.post_many(_entries("warm-up", 40))  # the 40 suppliers' parties, made once
+    print(f"Tryton {'with' if ledger.keyed else 'without'} recon_keys")
     print(f"batches of {size} (as step 7 pushes to Tryton):")
     plain = await _timed("post alone", n, post_alone)
     both = await _timed("check then post", n, check_then_post)
     await _timed("check, found", n, check_found)
     print(f"check-then-post / post alone: {both / plain:.2f}x")
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if per_entry:
         print("one entry at a time (the path before batches; a refused batch's fallback):")
         one_plain = await _timed("post alone", per_entry, post_alone_per_entry)
@@ -105,19 +107,25 @@ async def measure(ledger: TrytonLedger, n: int, per_entry: int) -> None:
         print(f"batched / per entry, moves a second: post alone "
               f"{(n / plain) / (per_entry / one_plain):.1f}x, check then post "
               f"{(n / both) / (per_entry / one_both):.1f}x")
+        print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--without-keys", action="store_true",
+                        help="a Tryton without recon_keys (the lowest-id rule, not Tryton's key)")
     parser.add_argument("--per-entry", type=int, default=500,
                         help="entries in each one-at-a-time pass, for the ratio (0: none)")
     args = parser.parse_args()
-    print(f"python {platform.python_version()}, {os.cpu_count()} cores, {args.entries} entries a pass")
+    print(f"python {platform.python_version()}, {os.cpu_count()} cores, {args.entries} entries a pass, "
+          f"{'without' if args.without_keys else 'with'} recon_keys, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     directory = Path(tempfile.mkdtemp(prefix="recon-bench-tryton-"))
     server = None
     try:
-        subprocess.run([sys.executable, "-m", "recon.ledger.tryton_setup", str(directory), "2026"],
+        subprocess.run([sys.executable, "-m", "recon.ledger.tryton_setup", str(directory), "2026",
+                        *(["--without-keys"] if args.without_keys else [])],
                        check=True, cwd=ROOT, env={**os.environ, "RECON_LEDGER_SECRET": "bench-pw"},
                        stdout=subprocess.DEVNULL)
         port = free_port()
