@@ -21,74 +21,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
-import urllib.request
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from recon.domain.money import BASE_CURRENCY, amount
 from recon.domain.settings_table import default_of
-from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused, LedgerSettingsRefused
-from recon.ledger.wire import LedgerUnavailable, exchange
+from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused
+from recon.ledger.tryton_json import TrytonUnavailable, send
+from recon.ledger.tryton_json import paise as _paise
+from recon.ledger.tryton_json import side as _side
 
-TIMEOUT_SECONDS = 30.0
+__all__ = ["TrytonLedger", "TrytonUnavailable"]  # TrytonUnavailable: what the adapter raises
+
 # The move's field that recon's Tryton module (recon_keys) adds, unique by Tryton's constraint,
 # and the words its refusal carries (recon_keys/message.xml).
 KEY_FIELD = "recon_key"
 KEY_TAKEN = "recon_key_unique"
-
-
-class TrytonUnavailable(LedgerUnavailable):
-    """Tryton answered 5xx/429 or no whole answer at all: temporary (recon/ledger/wire.py)."""
-
-    outage_words = "Tryton unreachable"
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, date):
-        return {"__class__": "date", "year": value.year, "month": value.month, "day": value.day}
-    if isinstance(value, Decimal):
-        return {"__class__": "Decimal", "decimal": str(value)}
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if value.get("__class__") == "Decimal":
-            return Decimal(value["decimal"])
-        if value.get("__class__") == "date":
-            return date(value["year"], value["month"], value["day"])
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
-
-
-def _words(error: Any) -> str:
-    """Tryton's error, as its user would read it: the message (and description) of a UserError."""
-    if isinstance(error, list) and len(error) == 2 and isinstance(error[1], list | tuple):
-        kind, args = error
-        text = " ".join(str(a) for a in args[:2] if isinstance(a, str) and a)
-        return f"{kind}: {text}" if text else str(kind)
-    if isinstance(error, list) and error:
-        return str(error[0])
-    return str(error)
-
-
-def _paise(amount: Decimal) -> int:
-    return int((amount * 100).to_integral_value())
-
-
-def _side(debit_paise: int) -> dict[str, Decimal]:
-    """A signed amount as Tryton's debit and credit (both positive, one of them zero)."""
-    amount = Decimal(abs(debit_paise)) / 100
-    return {"debit": amount if debit_paise > 0 else Decimal(0),
-            "credit": amount if debit_paise < 0 else Decimal(0)}
 
 
 class TrytonLedger:
@@ -119,27 +68,7 @@ class TrytonLedger:
 
     # ------------------------------------------------------------------ the wire
     def _send(self, method: str, params: list, auth: str | None) -> Any:
-        body = json.dumps({"id": 1, "method": method, "params": _encode(params)}).encode()
-        request = urllib.request.Request(self.url, data=body, method="POST",
-                                         headers={"Content-Type": "application/json"})
-        if auth:
-            request.add_header("Authorization", auth)
-        status, raw = exchange(request, TIMEOUT_SECONDS, f"Tryton at {self.url} ({method})",
-                               TrytonUnavailable)
-        if status in (401, 403):
-            raise PermissionError(f"Tryton refused the session ({status})")
-        if status == 404:
-            raise LedgerSettingsRefused(f"Tryton has no database at {self.url}")
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            raise LedgerRefused(f"Tryton answered {method} ({status}) with no JSON-RPC: "
-                                f"{raw[:200].decode(errors='replace')}") from None
-        if isinstance(answer, dict) and answer.get("error"):
-            raise LedgerRefused(f"Tryton refused {method}: {_words(answer['error'])}")
-        if status >= 400 or not isinstance(answer, dict):
-            raise LedgerRefused(f"Tryton answered {method} with {status}: {str(answer)[:200]}")
-        return _decode(answer.get("result"))
+        return send(self.url, method, params, auth)
 
     async def _call(self, method: str, *params: Any) -> Any:
         await self._prepare()
