@@ -57,6 +57,18 @@ def server_command(directory: Path) -> list[str]:
 KEYS_MODULE = "recon_keys"
 
 
+def keys_module_found() -> bool:
+    """Can trytond load recon_keys here: registered under its `trytond.modules` entry point
+    (recon installed beside it) or copied into its modules directory? Not in Tryton's own
+    container image (docker-compose.yml's `ledger` profile mounts only this script)."""
+    import importlib.util
+    from importlib.metadata import entry_points
+
+    if any(ep.name == KEYS_MODULE for ep in entry_points(group="trytond.modules")):
+        return True
+    return importlib.util.find_spec(f"trytond.modules.{KEYS_MODULE}") is not None
+
+
 def create_database(directory: Path, password: str, years: list[int],
                     host: str = "127.0.0.1", keys: bool = True, uri: str | None = None,
                     database: str = DATABASE) -> list[str]:
@@ -72,12 +84,15 @@ def create_database(directory: Path, password: str, years: list[int],
     with os.fdopen(fd, "w") as handle:
         handle.write(password)
     env = {**os.environ, "TRYTONPASSFILE": str(secret)}
-    modules = ["account", KEYS_MODULE] if keys else ["account"]
+    keys_found = keys and keys_module_found()
+    modules = ["account", KEYS_MODULE] if keys_found else ["account"]
     subprocess.run([_bin("trytond-admin"), "-c", str(conf), "-d", database, "--all", "-u",
                     *modules, "--activate-dependencies", "--email", "admin@localhost"],
                    check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     made = [f"module {KEYS_MODULE}: account.move.recon_key, unique (a second move of a key is "
-            "refused by Tryton)"] if keys else []
+            "refused by Tryton)" if keys_found else
+            f"module {KEYS_MODULE}: not found by this trytond, not activated (docs/ledger.md: "
+            "without it recon keeps to the lowest-id rule)"] if keys else []
     return [*_fill(conf, years, database), *made, index_descriptions(database)]
 
 
