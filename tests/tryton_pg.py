@@ -56,7 +56,8 @@ class TrytonCluster:
         if bin_dir is None:
             raise RuntimeError("Debian's postgresql is not installed: apt-get install postgresql")
         folder = Path(tempfile.mkdtemp(prefix="recon-tryton-pg-"))
-        shutil.chown(folder, "postgres", "postgres")
+        if os.geteuid() == 0:  # as root, the server runs as `postgres`; else as this user
+            shutil.chown(folder, "postgres", "postgres")
         folder.chmod(0o700)
         cluster = cls(bin_dir, folder, free_port())
         _as_postgres(str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", "postgres",
