@@ -51,10 +51,15 @@ async def test_two_pushers_racing_on_postgresql_post_each_move_once(
             return await push(conn, ledger, fence, wf, None, reversals=False, step="race")
 
     sent = await asyncio.gather(pusher(), pusher())
-    assert sum(sent) == 30
+    # Not `== 30`: once in three runs with recon_keys a batch's post was refused after its create
+    # (two posters at once on PostgreSQL), and its entries, settled one by one, were found there
+    # rather than sent. Each key once, posted and recorded, is the claim.
+    assert 0 < sum(sent) <= 30
     moves = tryton.moves()
     assert {m["description"]: m["paise"] for m in moves} == wanted and len(moves) == 30
     assert {m["state"] for m in moves} == {"posted"}
+    assert {r["state"] for r in await pool.fetch(
+        "SELECT state FROM ledger_postings WHERE workflow_id = $1", wf)} == {"posted"}
 
 
 async def _hold_first_move(tryton_cluster: TrytonCluster, tryton: TrytonServer) -> asyncpg.Connection:
