@@ -321,15 +321,20 @@ class TrytonLedger:
         await self._post(sorted(set(lowest.values())))
         return lowest
 
-    async def _move(self, entry: Entry) -> dict:
-        """The move of one entry as Tryton's `create` takes it (a refusal names its entry)."""
+    @staticmethod
+    def _refuse_other_currency(entry: Entry) -> None:
+        """The company books in ₹ (recon ledger init makes it so): a move line's debit and credit
+        are in its currency, and recon assumes no rate. Refused, never converted, before any
+        call to Tryton."""
         if entry.currency != BASE_CURRENCY:
-            # The company books in ₹ (recon ledger init makes it so): a move line's debit and
-            # credit are in its currency, and recon assumes no rate. Refused, never converted.
             raise LedgerRefused(
                 f"{entry.key} is {amount(entry.amount_paise, entry.currency)}: the Tryton company "
                 f"books in ₹ and recon assumes no exchange rate; post it by hand at the rate of "
                 f"the day")
+
+    async def _move(self, entry: Entry) -> dict:
+        """The move of one entry as Tryton's `create` takes it (a refusal names its entry)."""
+        self._refuse_other_currency(entry)
         party = await self._party(entry)
         period = await self._period(entry.business_date)
         # The payable takes the whole claim; the variance its taxable value and each tax part
@@ -351,6 +356,8 @@ class TrytonLedger:
         then `_settle` for all their keys at once. Returns the ids in the entries' order. A
         refusal (a closed period, an unknown account) refuses the whole batch; the pusher then
         settles its entries one by one, so the refusal names its entry and the rest post."""
+        for entry in entries:
+            self._refuse_other_currency(entry)
         await self._prepare()
         moves = [await self._move(entry) for entry in entries]
         if self.keyed:
