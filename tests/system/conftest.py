@@ -45,6 +45,6 @@ def place() -> Iterator[Path]:
     """A folder outside pytest's own temporary root, which pytest keeps at mode 700 (and sets
     so again when another session starts): the embedded Postgres runs as its own user and must
     reach its data folder."""
-    folder = Path(tempfile.mkdtemp(prefix="recon-readme-"))
+    folder = Path(tempfile.mkdtemp(prefix="recon-test-home-"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)

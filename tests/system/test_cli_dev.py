@@ -62,8 +62,8 @@ def _postgres_pid(home: Path) -> int:
 
 
 @pytest.mark.slow
-def test_recon_dev_serves_the_commands_and_stops_cleanly(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_recon_dev_serves_the_commands_and_stops_cleanly(place: Path) -> None:
+    home = place / "home"
     home.mkdir()
     port, ui_port = free_port(), free_port()
     dev = _start_dev(home, port, ui_port)

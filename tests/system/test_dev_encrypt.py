@@ -42,8 +42,8 @@ def _post(url: str, body: dict, **headers: str) -> tuple[int, dict, dict]:
         return response.status, dict(response.headers), json.loads(response.read())
 
 
-def test_recon_dev_encrypt_makes_a_key_and_serves_the_web_ui_decoded(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_recon_dev_encrypt_makes_a_key_and_serves_the_web_ui_decoded(place: Path) -> None:
+    home = place / "home"
     home.mkdir()
     port, ui_port = free_port(), free_port()
     log = home / "dev.log"

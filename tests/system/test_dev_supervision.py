@@ -27,8 +27,8 @@ def _dev_output(home: Path) -> str:
 
 
 @pytest.mark.slow
-def test_recon_dev_restarts_a_killed_temporal_and_a_killed_postgres(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_recon_dev_restarts_a_killed_temporal_and_a_killed_postgres(place: Path) -> None:
+    home = place / "home"
     home.mkdir()
     port, ui_port = restartable_port(), restartable_port()  # restarted on the same ports
     dev = _start_dev(home, port, ui_port)
