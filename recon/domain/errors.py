@@ -192,6 +192,10 @@ TEMPORARY_PG = (
     asyncpg.InterfaceError,
     asyncpg.QueryCanceledError,
     asyncpg.AdminShutdownError,
+    # A connection Postgres dropped mid-operation (a killed or restarted server) can leave asyncpg
+    # refusing the rollback: "cannot switch to state 12; another operation (2) is in progress".
+    # Seen when Postgres was killed during step 1's fetch; the attempt is retried like any outage.
+    asyncpg.InternalClientError,
 )
 
 

@@ -48,6 +48,8 @@ TEMPORARY = {
     "pg-cannot-connect": (asyncpg.CannotConnectNowError("starting up"), "database unreachable"),
     "pg-gone": (asyncpg.ConnectionDoesNotExistError("closed"), "database unreachable"),
     "pg-interface": (asyncpg.InterfaceError("pool closed"), "database unreachable"),
+    "pg-dropped-mid-operation": (asyncpg.InternalClientError(
+        "cannot switch to state 12; another operation (2) is in progress"), "database unreachable"),
     "pg-cancelled": (asyncpg.QueryCanceledError("statement timeout"), "database unreachable"),
     "pg-shutdown": (asyncpg.AdminShutdownError("terminating"), "database unreachable"),
     "conn-refused": (ConnectionRefusedError(111, "refused"), "database unreachable"),
