@@ -51,6 +51,8 @@ sys.path.insert(0, str(ROOT))
 from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa: E402
 from bench.night_run import _COUNTS, MASTER_TABLES  # noqa: E402
 from bench.plain import plain_cost  # noqa: E402
+from bench.warehouse_waits import Waits  # noqa: E402
+from bench.warehouse_waits import waits as read_waits  # noqa: E402
 from recon.domain.keys import workflow_id_for  # noqa: E402
 from recon.runtime.config import MAX_PAISE  # noqa: E402
 from recon.runtime.devstack import RunningStack, embedded_stack  # noqa: E402
@@ -142,7 +144,7 @@ async def settle(pool) -> None:
 
 
 async def run_nights(client, settings, day: str, group: list[Warehouse],
-                     timeout: float) -> dict[str, float]:
+                     timeout: float, waits: dict[str, Waits] | None = None) -> dict[str, float]:
     """Start every night of `group` at once; seconds from the common start to each one's result."""
     from starter import start_night
 
@@ -155,6 +157,8 @@ async def run_nights(client, settings, day: str, group: list[Warehouse],
         took[w.name] = time.perf_counter() - started
         if result.status != "Completed":
             raise SystemExit(f"{handle.id} ended {result.status}")
+        if waits is not None:
+            waits[w.name] = await read_waits(handle)
 
     try:
         await asyncio.wait_for(asyncio.gather(*(finish(w, h) for w, h in zip(group, handles,
@@ -184,7 +188,8 @@ async def run(args: argparse.Namespace) -> int:
     rounds: list[Round] = []
     cores = len(os.sched_getaffinity(0))
     try:
-        with embedded_stack(state, port=free_port(), ui_port=free_port(), persistent=False) as stack:
+        with embedded_stack(state, port=free_port(), ui_port=free_port(), persistent=False,
+                            fairness=args.fairness) as stack:
             pool = await connect_pool(stack.postgres.url, max_size=4)
             try:
                 await migrate(pool)
@@ -199,7 +204,7 @@ async def run(args: argparse.Namespace) -> int:
                 print(f"{len(group)} warehouses (w01: {group[0].invoices:,} invoices, "
                       f"{len(group) - 1} branches of {group[-1].invoices:,}), {len(days)} nights each "
                       f"seeded in {time.perf_counter() - started:.1f} s; {args.workers} workers, "
-                      f"{cores} cores", flush=True)
+                      f"{cores} cores, fairness {'on' if args.fairness else 'off'}", flush=True)
                 async with fleet(stack, queue, args.workers) as procs:
                     settings = _settings(settings, queue)
                     for w in group:
@@ -215,9 +220,11 @@ async def run(args: argparse.Namespace) -> int:
                             postgres=lambda: tree_cpu(pg))
                         others = [p.pid for p in procs[1:]]
                         before = sum(process_cpu(p) for p in others)
+                        waited: dict[str, Waits] = {}
                         with sampler:
                             t0 = time.time()
-                            took = await run_nights(client, settings, day, group, args.timeout)
+                            took = await run_nights(client, settings, day, group, args.timeout,
+                                                    waited)
                             t1 = time.time()
                         rest = sum(process_cpu(p) for p in others) - before
                         w1, tmp, pgc = sampler.between(t0, t1)
@@ -231,6 +238,9 @@ async def run(args: argparse.Namespace) -> int:
                         rounds.append(Round(max(took.values()), plain, cpu))
                         print(f"together {day}: total {rounds[-1].wall:.2f} s, plain {plain:.2f} s; "
                               + ", ".join(f"{w.name} {took[w.name]:.2f}" for w in group), flush=True)
+                        slowest = max(group[1:] or group, key=lambda w: took[w.name] / w.alone)
+                        for name in dict.fromkeys([group[0].name, slowest.name]):
+                            print(f"  {name} {took[name]:.2f} s: {waited[name].line()}", flush=True)
             finally:
                 await pool.close()
     finally:
@@ -279,6 +289,9 @@ def main() -> None:
                         help="the head office's invoices (each branch: a tenth)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds together (new dates)")
     parser.add_argument("--workers", type=int, default=2, help="`recon worker` processes")
+    parser.add_argument("--fairness", action=argparse.BooleanOptionalAction, default=True,
+                        help="the dev server hands out the queue's tasks in turn per warehouse "
+                             "(matching.enableFairness); --no-fairness: first come, first served")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated nights")
     parser.add_argument("--timeout", type=float, default=1800, help="give up on a round after this")
     args = parser.parse_args()

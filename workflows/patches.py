@@ -39,6 +39,7 @@ REFUSALS_NEVER_LOCK = "refusals-never-lock"
 SOURCES_FETCH = "sources-fetch"
 MODEL_BATCHES = "model-batches"
 PASSKEYS_PAST_CAP = "passkeys-past-cap"
+FAIR_WAREHOUSES = "fair-warehouses"
 
 PATCHES: tuple[Patch, ...] = (
     Patch(RESUME_RERUNS_STEP, "2026-11-29",
@@ -76,4 +77,7 @@ PATCHES: tuple[Patch, ...] = (
           "past the refusal cap, a decision carrying a passkey assertion is screened as an Ed25519 "
           "one (no approver_passkeys activity): only a history that received one past the cap has "
           "the marker"),
+    Patch(FAIR_WAREHOUSES, "2026-12-07",
+          "the night's activities carry no priority (no fairness key: a task queue shared by many "
+          "warehouses' nights hands out their tasks first come, first served)"),
 )
