@@ -73,6 +73,7 @@ class Warehouse:
     invoices: int
     mismatches: int
     alone: float = 0.0
+    alone_cpu: float = 0.0  # CPU seconds of every process (workers, Temporal, Postgres) alone
     together: list[float] = field(default_factory=list)
     exact: bool = True
 
@@ -103,7 +104,7 @@ def worker_env(stack: RunningStack, queue: str) -> dict[str, str]:
                RECON_TASK_QUEUE=queue, PYTHONUNBUFFERED="1", RECON_RECEIPT_GRACE_DAYS="0",
                RECON_GATE_MAX_PARKED_RATIO="1", RECON_GATE_MAX_ADJUSTMENT_SHARE="1",
                RECON_GATE_MAX_TOTAL_PAISE=str(MAX_PAISE), RECON_GATE_MAX_SUPPLIER_PAISE=str(MAX_PAISE))
-    for name in ("RECON_EXTRACT_BATCH", "RECON_POST_BATCH"):  # the run's inputs, if set
+    for name in ("RECON_EXTRACT_BATCH", "RECON_POST_BATCH", "RECON_ACTIVITY_SLOTS"):  # if set
         if name in os.environ:
             env[name] = os.environ[name]
     settings = stack.settings()
@@ -207,11 +208,19 @@ async def run(args: argparse.Namespace) -> int:
                       f"{cores} cores, fairness {'on' if args.fairness else 'off'}", flush=True)
                 async with fleet(stack, queue, args.workers) as procs:
                     settings = _settings(settings, queue)
-                    for w in group:
-                        w.alone = (await run_nights(client, settings, days[0], [w], args.timeout))[w.name]
-                        w.exact &= await exact(pool, days[0], w)
-                    print("alone: " + ", ".join(f"{w.name} {w.alone:.2f} s" for w in group), flush=True)
                     pg = postmaster_pid(str(stack.postgres.datadir))
+
+                    def cpu_now() -> float:
+                        return (sum(process_cpu(p.pid) for p in procs) + tree_cpu(pg)
+                                + process_cpu(stack.temporal.process.pid))
+
+                    for w in group:
+                        before_cpu = cpu_now()
+                        w.alone = (await run_nights(client, settings, days[0], [w], args.timeout))[w.name]
+                        w.alone_cpu = cpu_now() - before_cpu
+                        w.exact &= await exact(pool, days[0], w)
+                    print("alone: " + ", ".join(f"{w.name} {w.alone:.2f} s ({w.alone_cpu:.2f} cpu)"
+                                                for w in group), flush=True)
                     for day in days[1:]:
                         await settle(pool)
                         sampler = CpuSampler(
@@ -279,6 +288,15 @@ def show(group: list[Warehouse], rounds: list[Round], cores: int) -> None:
     worst = max(branches, key=lambda w: w.ratio)
     print(f"slowest branch night {worst.name}: {worst.ratio:.2f} x its time alone (acceptance <= "
           f"{ACCEPT_SMALL}: {'PASS' if worst.ratio <= ACCEPT_SMALL else 'FAIL'})")
+    # What no scheduling can beat: the branches' own CPU (as each used alone) spread over every
+    # core finishes no sooner than this, even with the head office's night made to wait.
+    floor = sum(w.alone_cpu for w in branches) / cores
+    print(f"work floor of the last branch night: its and the other branches' CPU alone / {cores} "
+          f"cores = {floor:.2f} s = {floor / worst.alone:.2f} x its time alone")
+    total_floor = sum(w.alone_cpu for w in group) / cores
+    print(f"work floor of the total: every night's CPU alone / {cores} cores = {total_floor:.2f} s "
+          f"(= {total_floor / (plain / cores):.2f} x plain / cores); CPU together / CPU alone "
+          f"{med(sum(r.cpu.values()) for r in rounds) / sum(w.alone_cpu for w in group):.2f}")
     print(f"every night exact: {'OK' if all(w.exact for w in group) else 'MISMATCH'}")
 
 
