@@ -307,9 +307,10 @@ def main() -> None:
                         help="the head office's invoices (each branch: a tenth)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds together (new dates)")
     parser.add_argument("--workers", type=int, default=2, help="`recon worker` processes")
-    parser.add_argument("--fairness", action=argparse.BooleanOptionalAction, default=True,
+    parser.add_argument("--fairness", action=argparse.BooleanOptionalAction, default=False,
                         help="the dev server hands out the queue's tasks in turn per warehouse "
-                             "(matching.enableFairness); --no-fairness: first come, first served")
+                             "(matching.enableFairness); by default first come, first served, as "
+                             "a stock server does")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated nights")
     parser.add_argument("--timeout", type=float, default=1800, help="give up on a round after this")
     args = parser.parse_args()
