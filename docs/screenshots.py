@@ -5,7 +5,8 @@
 
 Starts its own Temporal dev server (with the Web UI) and Postgres, seeds a night whose gate hands
 over to a person, and photographs the Workflows list filtered to runs awaiting a decision, the
-waiting run's page (summary, current details, search attributes) and the finished run's page.
+waiting run's page (summary, current details, search attributes) and the finished run's page;
+then undoes the night and photographs the list with the undo beside it, Undone, and its memo.
 Playwright drives the system Chromium (CHROMIUM=/path to choose another); it downloads nothing.
 `--encrypted` runs the same night with a fresh payload key: the Web UI reads every payload
 through recon's codec server, and the finished run's memo is photographed as the UI shows it.
@@ -48,6 +49,35 @@ async def shoot(page, url: str, path: Path, wait_for: str, tab: str | None = Non
     await page.wait_for_timeout(1200)
     await page.screenshot(path=str(path), full_page=False)
     print(f"wrote {path.relative_to(ROOT)}")
+
+
+# The Workflows list with recon's labels as columns (the UI keeps its columns in the browser).
+COLUMNS = [{"label": c} for c in ("Status", "Workflow ID", "Type", "ReconStatus",
+                                   "ReconWarehouse", "ReconDate", "Start", "End")]
+
+
+async def undone_night(browser, ui: str, client, pool, settings, key, night: str) -> None:
+    """Undo the finished night as `recon undo` does, then photograph the list filtered to the
+    night's warehouse and date (the night, and its undo beside it, Undone) and the undo's memo."""
+    import json
+    import urllib.parse
+
+    from recon.domain.requests import UNDO
+    from recon.ops.requests import signed_request
+    from recon.ops.undo import start_undo
+
+    reason = "the supplier's credit notes arrived"
+    await start_undo(client, pool, settings, night, None, [], reason, await signed_request(
+        pool, key, UNDO, run=night, supplier=None, references=[], reason=reason, by="asha"))
+    page = await browser.new_page(viewport={"width": 1440, "height": 700})
+    await page.add_init_script(
+        f"localStorage.setItem('namespace-workflow-table-columns', "
+        f"{json.dumps(json.dumps({'default': COLUMNS}))})")
+    labels = urllib.parse.quote(f'ReconWarehouse="{WAREHOUSE}" AND ReconDate="{DAY}"')
+    await shoot(page, f"{ui}/namespaces/default/workflows?query={labels}",
+                OUT / "undone-night-list.png", f"undo-{night}")
+    await shoot(page, f"{ui}/namespaces/default/workflows/undo-{night}",
+                OUT / "undo-memo.png", "COMPLETED", tab="Memo")
 
 
 async def main(ui: str, settings, encrypted: bool = False) -> None:
@@ -101,6 +131,7 @@ async def main(ui: str, settings, encrypted: bool = False) -> None:
             await handle.result()
             await shoot(page, f"{ui}/namespaces/default/workflows/{handle.id}",
                         OUT / "run-completed.png", "COMPLETED", tab="Memo")
+            await undone_night(browser, ui, client, pool, settings, key, handle.id)
             await browser.close()
     await pool.close()
 

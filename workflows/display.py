@@ -12,7 +12,10 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus
     from recon.domain.models import HandoverNote, Progress, RecordedDecision
     from workflows import console
-    from workflows.patches import CONSOLE_PATCH  # gate as ReconStep, headline and decisions in the memo
+    from workflows.patches import (
+        CONSOLE_PATCH,  # gate as ReconStep, headline and decisions in the memo
+        WEB_UI_WORDS,  # the headline in words and ₹, not paise
+    )
 
 
 def set_status(progress: Progress, status: RunStatus) -> None:
@@ -46,9 +49,18 @@ def remember_decisions(decided: list[RecordedDecision]) -> None:
         workflow.upsert_memo({"decisions": console.decision_record(decided)})
 
 
-def show_finished(status: RunStatus, progress: Progress,
-                  adjustment_total_paise: int | None) -> None:
-    workflow.set_current_details(console.finished_details(status.value, progress))
+def show_finished(status: RunStatus, progress: Progress, adjustment_total_paise: int | None,
+                  totals: dict[str, int] | None = None, undone: str = "the whole night") -> str:
+    """The night's last details and memo headline; returns the night in words for its result
+    ("" for a run recorded before the words, whose headline keeps its figures in paise)."""
+    workflow.set_current_details(console.finished_details(status.value, progress, totals, undone))
+    words = ""
     if workflow.patched(CONSOLE_PATCH):
-        workflow.upsert_memo({"headline": console.headline(
-            status.value, progress, adjustment_total_paise)})
+        if workflow.patched(WEB_UI_WORDS):
+            words = console.night_in_words(status.value, progress, totals, undone)
+            workflow.upsert_memo({"headline": console.headline_in_words(
+                status.value, progress, totals, undone)})
+        else:
+            workflow.upsert_memo({"headline": console.headline(
+                status.value, progress, adjustment_total_paise)})
+    return words

@@ -197,9 +197,10 @@ class NightlyReconciliation:
                 mismatches=p.mismatches, ledger_posted=p.ledger_posted, adjustment_total_paise=0,
                 stock_movements=p.stock_moved, debit_notes=p.debit_notes,
             )
-        display.show_finished(RunStatus.COMPLETED, self._progress,
-                              summary.adjustment_total_paise)
-        return summary
+        words = display.show_finished(
+            RunStatus.COMPLETED, self._progress, summary.adjustment_total_paise,
+            summary.adjustment_totals or {"INR": summary.adjustment_total_paise})
+        return summary.model_copy(update={"in_words": words}) if words else summary
 
     async def _read_and_compare(self, req: RunRequest) -> None:
         """Steps 1-6: read, extract, match and compare. Nothing here writes to the business."""

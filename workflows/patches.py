@@ -40,6 +40,7 @@ SOURCES_FETCH = "sources-fetch"
 MODEL_BATCHES = "model-batches"
 PASSKEYS_PAST_CAP = "passkeys-past-cap"
 FAIR_WAREHOUSES = "fair-warehouses"
+WEB_UI_WORDS = "web-ui-words"
 
 PATCHES: tuple[Patch, ...] = (
     Patch(RESUME_RERUNS_STEP, "2026-11-29",
@@ -80,4 +81,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch(FAIR_WAREHOUSES, "2026-12-07",
           "the night's activities carry no priority (no fairness key: a task queue shared by many "
           "warehouses' nights hands out their tasks first come, first served)"),
+    Patch(WEB_UI_WORDS, "2026-12-07",
+          "the memo's headline holds figures and adjustment_total_paise (no sentence, no ₹), the "
+          "result has no in_words; an undo writes no memo, and one a night starts for itself "
+          "carries no ReconWarehouse/ReconDate"),
 )

@@ -69,5 +69,7 @@ class NightlyStarter:
         except ChildWorkflowError as exc:
             return StarterOutcome(workflow_id=wid, business_date=night.business_date,
                                   outcome="failed", detail=str(exc.cause or exc)[:500])
+        if summary.in_words:  # the starter's page ends on the night in words too (no command)
+            workflow.set_current_details(f"{wid}: {summary.in_words}")
         return StarterOutcome(workflow_id=wid, business_date=night.business_date,
-                              outcome=summary.status.lower())
+                              outcome=summary.status.lower(), detail=summary.in_words)

@@ -19,7 +19,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from activities.undo import UndoActivities
     from recon.domain.keys import undo_workflow_id
-    from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus
+    from recon.domain.labels import RECON_STATUS, RECON_STEP, RunStatus, undo_start_options
     from recon.domain.models import (
         GenerationRequest,
         Progress,
@@ -30,9 +30,10 @@ with workflow.unsafe.imports_passed_through():
         UndoRequest,
         UndoResult,
     )
+    from recon.domain.money import rupees
     from recon.domain.requests import UNDO
-    from workflows import display
-    from workflows.patches import GENERATION_PATCH, SIGNED_REQUESTS
+    from workflows import console, display
+    from workflows.patches import GENERATION_PATCH, SIGNED_REQUESTS, WEB_UI_WORDS
     from workflows.policies import RETRY, WRITE_TIMEOUT
     from workflows.requests import checked_signer, refuse_without_mandate, started_by_its_night
 
@@ -85,13 +86,22 @@ class UndoReconciliation:
             refuse_without_mandate(err)
             raise
         workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDONE.value)])
-        return UndoResult(
+        result = UndoResult(
             undo_workflow_id=workflow.info().workflow_id,
             withdrawals=counts["withdraw_debit_notes"].count,
             stock_reversals=counts["reverse_stock_movements"].count,
             ledger_reversals=counts["reverse_ledger_entries"].count,
             reversed_paise=counts["reverse_ledger_entries"].paise,
         )
+        # Its page says what was undone in words and ₹ (current details, memo, result).
+        # No command for the details; the memo is one, so undos recorded before replay without.
+        if workflow.patched(WEB_UI_WORDS):
+            result.in_words = console.undo_in_words(req.run_workflow_id, req.scope, result)
+            workflow.set_current_details(f"**{result.in_words}**")
+            workflow.upsert_memo({"headline": {
+                "undone": result.in_words, "night": req.run_workflow_id, "scope": req.scope,
+                "reversed": rupees(result.reversed_paise), "by": req.by}})
+        return result
 
 
 async def undo_whole_run(req: RunRequest, night: str, decision: RecordedDecision,
@@ -106,15 +116,22 @@ async def undo_whole_run(req: RunRequest, night: str, decision: RecordedDecision
         reason=decision.note or f"handover #{decision.handover_no}: undo",
         by=decision.by, heartbeat_seconds=req.heartbeat_seconds,
     )
+    # Newer undos say whose they are and carry the night's warehouse and date, so the Web UI
+    # lists them beside it, as an undo started by `recon undo` (recon/domain/labels.py).
+    labels = (undo_start_options(night, request.scope, decision.by, request.reason,
+                                 workflow.info().namespace, req.warehouse, req.business_date)
+              if workflow.patched(WEB_UI_WORDS) else {})
     await workflow.execute_child_workflow(
         UndoReconciliation.run, request,
         id=undo_workflow_id(request.run_workflow_id, request.supplier_id, request.references),
+        **labels,
     )
     display.set_status(progress, RunStatus.UNDONE)
     progress.current_step = None
-    display.show_finished(RunStatus.UNDONE, progress, None)
+    scope = f"supplier {req.redo_supplier}" if req.redo_supplier else "the whole night"
+    words = display.show_finished(RunStatus.UNDONE, progress, None, undone=scope)
     return RunSummary(
         workflow_id=night, status=RunStatus.UNDONE.value, invoices=progress.invoices,
         parked=progress.parked, mismatches=progress.mismatches, ledger_posted=0,
-        adjustment_total_paise=0, stock_movements=0, debit_notes=0,
+        adjustment_total_paise=0, stock_movements=0, debit_notes=0, in_words=words,
     )

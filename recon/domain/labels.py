@@ -57,12 +57,23 @@ def night_start_options(
 
 
 def undo_start_options(run_workflow_id: str, scope: str, by: str, reason: str,
-                       namespace: str = default_of("TEMPORAL_NAMESPACE")) -> dict[str, Any]:
-    """An undo names the run it compensates and links to its page in the Web UI."""
-    return {
+                       namespace: str = default_of("TEMPORAL_NAMESPACE"),
+                       warehouse: str | None = None, business_date: str | None = None,
+                       ) -> dict[str, Any]:
+    """An undo names the run it compensates and links to its page in the Web UI. It carries
+    the night's ReconWarehouse and ReconDate when known: a night that has closed can never
+    change its own row in the Web UI's list, so its undo (ReconStatus `Undone`) is listed beside
+    it under the same filter (docs/schedules.md)."""
+    options: dict[str, Any] = {
         "static_summary": f"Undo of {run_workflow_id} ({scope})",
         "static_details": (
             f"Compensates [{run_workflow_id}](/namespaces/{namespace}/workflows/{run_workflow_id}) "
             f"({scope}). Decided by {by}: {reason[:300]}"
         ),
     }
+    if warehouse and business_date:
+        options["search_attributes"] = TypedSearchAttributes([
+            SearchAttributePair(RECON_WAREHOUSE, warehouse),
+            SearchAttributePair(RECON_DATE, business_date),
+        ])
+    return options

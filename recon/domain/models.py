@@ -137,6 +137,10 @@ class RunSummary(BaseModel):
     # two currencies are never added. Read from Postgres by the step that sends the summary, so a
     # history recorded before it replays (the field is then empty).
     adjustment_totals: dict[str, int] = Field(default_factory=dict)
+    # The night as a person reads it on the run's page in the Web UI ("Completed: 4 claims,
+    # ₹6,00,000 adjusted, 2 debit notes, 0 invoices parked"); the fields above stay for programs.
+    # Empty in results of runs recorded before it (patch web-ui-words).
+    in_words: str = ""
 
     def adjustments_in_words(self) -> str:
         """The adjustment total as people read it: per currency ("₹2,425, €78.33")."""
@@ -286,3 +290,4 @@ class UndoResult(BaseModel):
     stock_reversals: int
     ledger_reversals: int
     reversed_paise: int
+    in_words: str = ""  # what was undone, in words and ₹ (empty before patch web-ui-words)

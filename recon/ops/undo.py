@@ -98,6 +98,19 @@ async def describe_plan(
     return ["dry run: nothing will be changed", *_plan_lines(plan)]
 
 
+async def _night_labels(client: Client, run: str) -> dict[str, str]:
+    """The night's warehouse and date as its own run carries them (none for a run the server
+    no longer holds): the undo carries them too, so the Web UI lists it beside the night."""
+    from recon.domain.labels import RECON_DATE, RECON_WAREHOUSE
+
+    try:
+        attributes = (await client.get_workflow_handle(run).describe()).typed_search_attributes
+    except RPCError:
+        return {}
+    warehouse, day = attributes.get(RECON_WAREHOUSE), attributes.get(RECON_DATE)
+    return {"warehouse": warehouse, "business_date": day} if warehouse and day else {}
+
+
 async def start_undo(
     client: Client, pool: asyncpg.Pool, settings: Settings, run: str, supplier: str | None,
     references: list[str], reason: str, signed: SignedRequest,
@@ -116,7 +129,7 @@ async def start_undo(
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             **undo_start_options(run, request.scope, signed.by, reason,
-                                 settings.temporal_namespace),
+                                 settings.temporal_namespace, **await _night_labels(client, run)),
         )
     except WorkflowAlreadyStartedError:
         raise UndoRefused(f"undo {undo_id} already ran") from None

@@ -91,7 +91,7 @@ async def test_the_raw_history_and_memo_hold_no_supplier_amount_or_note(
     await handle.execute_update("decide", await signed_decision(
         pool, load_key(decider_key), run=handle.id, handover_no=1, decision="resume",
         by="asha-verma", note=note, park=[]))
-    await handle.result()
+    summary = await handle.result()
     reason = "supplier credit notes arrived for the whole night"
     undone = recon_cli(stack.env(RECON_PAYLOAD_KEYS=key, RECON_TASK_QUEUE=queue,
                                  RECON_APPROVER_KEY=str(decider_key)),
@@ -104,7 +104,8 @@ async def test_the_raw_history_and_memo_hold_no_supplier_amount_or_note(
                                  handle.id)
     amounts = set(AMOUNT.findall(stored["note"] + stored["error_message"]))
     memo = await (await handle.describe()).memo()
-    total = memo["headline"]["adjustment_total_paise"]
+    total = summary.adjustment_total_paise
+    assert memo["headline"]["adjusted"] in summary.in_words, "the memo says it in ₹, sealed"
     assert amounts and total > 0
     ids = {r["supplier_id"] for r in suppliers}
     secrets = names | ids | amounts | {note, reason, "asha-verma", stored["error_message"][:40]}

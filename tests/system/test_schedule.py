@@ -81,6 +81,7 @@ async def test_a_triggered_schedule_starts_the_night_and_a_second_trigger_starts
         assert (await asyncio.wait_for(handle.result(), 60))["status"] == "Completed"
         results = await asyncio.wait_for(_starter_results(client, warehouse), 30)
         assert [(r.workflow_id, r.outcome) for r in results] == [(runs[0].id, "completed")]
+        assert results[0].detail.startswith("Completed: "), "the night in words on the starter too"
 
     described = recon_cli(env, "schedule", "describe", "--warehouse", warehouse)
     assert described.returncode == 0 and "skipped because a night was still running: 1" in \

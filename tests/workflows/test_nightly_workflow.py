@@ -17,7 +17,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
-from recon.domain.labels import RECON_STATUS
+from recon.domain.labels import RECON_DATE, RECON_STATUS, RECON_WAREHOUSE
 from recon.domain.models import Decision, GateVerdict, HandoverNote, UndoRequest, UndoResult
 from recon.domain.steps import STEPS
 from tests.workflows.standins import (
@@ -171,6 +171,13 @@ async def test_undo_runs_the_compensations_newest_first(temporal_only: Client) -
     assert (undone.withdrawals, undone.stock_reversals, undone.ledger_reversals,
             undone.reversed_paise) == (1, MISMATCHES, MISMATCHES, 12_500)
     assert await _search_status(handle) == "Undone"
+    # In words on both pages, and the undo listed beside its night (its warehouse and date).
+    assert summary.in_words.startswith("Undone: the whole night compensated")
+    assert undone.in_words.startswith(f"Undone: {handle.id} (whole run): {MISMATCHES} ledger")
+    labels = (await temporal_only.get_workflow_handle(f"undo-{handle.id}").describe()
+              ).typed_search_attributes
+    assert [labels.get(k) for k in (RECON_WAREHOUSE, RECON_DATE, RECON_STATUS)] == [
+        handle.id.removeprefix("recon-2026-10-13-"), "2026-10-13", "Undone"]
 
 
 async def test_a_decision_for_another_handover_is_refused(temporal_only: Client) -> None:
