@@ -242,8 +242,10 @@ async def run(args: argparse.Namespace) -> int:
                             w.together.append(took[w.name])
                             w.exact &= await exact(pool, day, w)
                             plain += (await plain_cost(pool, workflow_id_for(day, w.name))).seconds
-                        cpu = {"worker 1": w1, f"workers 2-{len(procs)}" if len(procs) > 2
-                               else "worker 2": rest, "temporal": tmp, "postgres": pgc}
+                        cpu = {"worker 1": w1}
+                        if len(procs) > 1:
+                            cpu["worker 2" if len(procs) == 2 else f"workers 2-{len(procs)}"] = rest
+                        cpu.update(temporal=tmp, postgres=pgc)
                         rounds.append(Round(max(took.values()), plain, cpu))
                         print(f"together {day}: total {rounds[-1].wall:.2f} s, plain {plain:.2f} s; "
                               + ", ".join(f"{w.name} {took[w.name]:.2f}" for w in group), flush=True)
