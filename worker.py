@@ -73,7 +73,7 @@ async def run_worker(
         workflows=WORKFLOWS,
         activities=activities_for(resources),
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
-        max_concurrent_activities=50,
+        max_concurrent_activities=settings.activity_slots,
         graceful_shutdown_timeout=timedelta(seconds=5),
         interceptors=[ObservingInterceptor()],
     )

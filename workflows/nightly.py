@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.common import Priority
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -46,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions import DecisionDesk
     from workflows.extraction import extract_all
     from workflows.patches import (
+        FAIR_WAREHOUSES,
         REDO_WEIGHS_AGAIN,
         RESUME_RERUNS_STEP,
         SIGNED_DECISIONS,
@@ -238,7 +240,18 @@ class NightlyReconciliation:
             heartbeat_timeout=timedelta(seconds=self._req.heartbeat_seconds),
             retry_policy=RETRY,
             summary=console.activity_summary(getattr(fn, "__name__", ""), arg),
+            priority=self._priority(),
         )
+
+    def _priority(self) -> Priority:
+        """Each warehouse's night is its own fairness key: where the task queue is shared by many
+        warehouses' nights (twenty start at 02:00), a server with fairness on hands their tasks out
+        in turn rather than first come, first served, so a branch's one-activity step is not
+        queued behind the head office's whole extraction step. A server without fairness ignores
+        it. Older histories replay without it (FAIR_WAREHOUSES)."""
+        if not workflow.patched(FAIR_WAREHOUSES):
+            return Priority.default
+        return Priority(fairness_key=self._req.warehouse)
 
     async def _step(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
         """Run one step until it is done and verified. If it fails for good, hand over and do

@@ -39,6 +39,7 @@ REFUSALS_NEVER_LOCK = "refusals-never-lock"
 SOURCES_FETCH = "sources-fetch"
 MODEL_BATCHES = "model-batches"
 PASSKEYS_PAST_CAP = "passkeys-past-cap"
+FAIR_WAREHOUSES = "fair-warehouses"
 WEB_UI_WORDS = "web-ui-words"
 
 PATCHES: tuple[Patch, ...] = (
@@ -77,6 +78,9 @@ PATCHES: tuple[Patch, ...] = (
           "past the refusal cap, a decision carrying a passkey assertion is screened as an Ed25519 "
           "one (no approver_passkeys activity): only a history that received one past the cap has "
           "the marker"),
+    Patch(FAIR_WAREHOUSES, "2026-12-07",
+          "the night's activities carry no priority (no fairness key: a task queue shared by many "
+          "warehouses' nights hands out their tasks first come, first served)"),
     Patch(WEB_UI_WORDS, "2026-12-07",
           "the memo's headline holds figures and adjustment_total_paise (no sentence, no ₹), the "
           "result has no in_words; an undo writes no memo, and one a night starts for itself "

@@ -22,6 +22,7 @@ from recon.domain.redaction import mask_text
 from recon.runtime.config import load_settings, state_dir
 
 MAX_CHAOS_NIGHTS = 31  # a month: each night runs twice, with workers started afresh
+MAX_CHAOS_WAREHOUSES = 20  # a distributor's warehouses whose nights start together
 
 
 @user_errors
@@ -140,6 +141,9 @@ def chaos(
         "folder) and its orders and receipts through ERP exports, fetched under the faults.")] = False,
     mail_outage: Annotated[bool, typer.Option(
         "--mail-outage", help="With --sources: the mail server is down for 60 s during the fetch.")] = False,
+    warehouses: Annotated[int, typer.Option(
+        help="Warehouses' nights started together (a head office with --invoices, branches with "
+             f"a tenth), faults landing on them all; 1 to {MAX_CHAOS_WAREHOUSES}.")] = 1,
 ) -> None:
     """Run a seeded night (or --nights of them) clean and under random crashes on a scratch
     stack; compare row by row."""
@@ -155,12 +159,17 @@ def chaos(
     if ledger not in (None, "builtin", "tryton"):
         raise Refused(f"--ledger must be builtin or tryton, got {ledger!r}")
     ledger = None if ledger == "builtin" else ledger
+    if not 1 <= warehouses <= MAX_CHAOS_WAREHOUSES:
+        raise Refused(f"--warehouses must be 1 to {MAX_CHAOS_WAREHOUSES}, got {warehouses}")
+    if warehouses > 1 and (nights > 1 or ledger or sources):
+        raise Refused("--warehouses takes one night each (no --nights, --ledger or --sources)")
     if ledger == "tryton" and nights > 1:
         raise Refused("--ledger tryton takes one night (--nights 1)")
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
                      business_date=business_date(date_), timeout=timeout, documents=format_,
-                     nights=nights, ledger=ledger, sources=sources, mail_outage=mail_outage)
+                     nights=nights, ledger=ledger, sources=sources, mail_outage=mail_outage,
+                     warehouses=warehouses)
     if mail_outage and not sources:
         raise Refused("--mail-outage takes --sources (the outage is of the night's mail server)")
     if sources:

@@ -53,6 +53,10 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
         Setting("DATABASE_URL", "database_url", OPTIONAL, None,
                 "PostgreSQL; `recon dev` writes it to `.recon/env`"),
         Setting("RECON_TASK_QUEUE", "task_queue", TEXT, "recon", "task queue of workers and runs"),
+        Setting("RECON_ACTIVITY_SLOTS", "activity_slots", WHOLE, 50,
+                "activities one worker runs at once; what waits beyond them waits in the task "
+                "queue, where a server with fairness hands tasks out in turn per warehouse "
+                "(docs/operations.md, Sizing)", low=1, high=10_000),
         Setting("RECON_HOME", None, TEXT, ".recon",
                 "where `recon dev` keeps its data and `env` file; from the environment only (it says "
                 "where that file is), and set but empty it is the working directory"),

@@ -60,13 +60,14 @@ class RunningStack:
 
 @contextlib.contextmanager
 def embedded_stack(state: Path, port: int, ui_port: int, persistent: bool,
-                   settings: Settings | None = None) -> Iterator[RunningStack]:
+                   settings: Settings | None = None, fairness: bool = False) -> Iterator[RunningStack]:
     """Postgres and the Temporal dev server; with a keyring in `settings` (default: the
     environment's) also the codec server, and the Web UI pointed at it."""
     postgres = EmbeddedPostgres(state)
     with ui_codec(settings or load_settings(), ui_port) as codec:
         temporal = TemporalDevServer(state, port=port, ui_port=ui_port, persistent=persistent,
-                                     ui_codec_endpoint=codec.url(with_token=True) if codec else None)
+                                     ui_codec_endpoint=codec.url(with_token=True) if codec else None,
+                                     fairness=fairness)
         postgres.start()
         try:
             temporal.start()

@@ -138,6 +138,7 @@ class TemporalDevServer:
     namespaces: tuple[str, ...] = ()
     ui_codec_endpoint: str | None = None  # the Web UI opens payloads there (recon/runtime/codec_server.py)
     process: subprocess.Popen | None = None
+    fairness: bool = False  # hand out a task queue's tasks in turn per fairness key (a night's warehouse)
 
     @property
     def address(self) -> str:
@@ -176,6 +177,11 @@ class TemporalDevServer:
             "--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
             "--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
         ]
+        if self.fairness:
+            # Task-queue fairness (server 1.29+): tasks of different fairness keys (each
+            # warehouse's night, workflows/nightly.py) are handed out in turn, not first come,
+            # first served. A production server sets the same in its dynamic config.
+            args += ["--dynamic-config-value", "matching.enableFairness=true"]
         if self.persistent:
             args += ["--db-filename", str(self.state / "temporal.db")]
         for name, kind in SEARCH_ATTRIBUTES.items():

@@ -38,6 +38,7 @@ class ChaosPlan:
     ledger: str | None = None  # None: the built-in; "tryton": each night posts into its own too
     sources: bool = False  # the night's documents and master data come through sources
     mail_outage: bool = False  # with sources: the mail server down for 60 s during the fetch
+    warehouses: int = 1  # >1: that many warehouses' nights together (recon/tools/chaos/warehouses.py)
 
 
 @dataclass

@@ -86,6 +86,12 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
     stack.start()
     say(f"scratch stack in {stack.root}: Postgres and Temporal (port {stack.temporal.port}) up in "
         f"{time.monotonic() - clock:.1f} s")
+    if plan.warehouses > 1:
+        from recon.tools.chaos.warehouses import both_rounds
+
+        await both_rounds(plan, stack, fleets, say, seed_both=seed_both, worker_env=_worker_env,
+                          report=_report)
+        return
     if plan.nights > 1:
         from recon.tools.chaos.month import both_months
 
