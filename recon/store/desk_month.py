@@ -1,0 +1,136 @@
+"""What the desk's *suppliers and the month* page reads (recon/desk/month.py, docs/desk.md): per
+supplier the claims of the month, the credit notes the suppliers sent and the invoices they
+billed; and the figures its charts draw (claims per supplier per week, parked items by reason,
+the model bill per night).
+
+A month's nights are the workflow ids `recon-YYYY-MM-DD-WAREHOUSE` (recon/domain/keys.py) that
+match a LIKE pattern the caller builds (`night_pattern`): a prefix, so each statement reads the
+month's rows by the `workflow_id` index of its table (the database collates in C, where LIKE on a
+prefix uses a btree) and never the year before. Read-only.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+Db = asyncpg.Connection | asyncpg.Pool
+
+# A night's date from its workflow id: "recon-" is 6 characters, the date the next 10.
+_NIGHT_DATE = "substr({col}, 7, 10)::date"
+
+
+def night_pattern(month: str, warehouse: str | None) -> str:
+    """The LIKE pattern of a month's nights (month "YYYY-MM", checked by the caller), at one
+    warehouse or all; `_` and `%` in a warehouse code are matched as themselves."""
+    if not warehouse:
+        return f"recon-{month}-%"
+    escaped = warehouse.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
+    return f"recon-{month}-__-{escaped}"
+
+
+async def latest_month(conn: Db) -> str | None:
+    """The month of the latest night that read invoices ("YYYY-MM")."""
+    return await conn.fetchval(
+        "SELECT substr(max(workflow_id), 7, 7) FROM run_invoices WHERE workflow_id LIKE 'recon-%'")
+
+
+async def warehouses(conn: Db, pattern: str) -> list[str]:
+    return [r["warehouse"] for r in await conn.fetch(
+        "SELECT DISTINCT substr(workflow_id, 18) AS warehouse FROM lines_matched"
+        " WHERE workflow_id LIKE $1 ORDER BY 1", pattern)]
+
+
+_SUPPLIERS = """
+WITH billed AS (
+    SELECT supplier_id, count(*) AS invoices FROM run_invoices
+    WHERE workflow_id LIKE $1 AND ($2::text IS NULL OR supplier_id = $2) GROUP BY supplier_id
+), claims AS (
+    SELECT supplier_id, currency, count(*) AS claims, count(DISTINCT workflow_id || invoice_no)
+           AS invoices_claimed, sum(amount_paise) AS claimed
+    FROM live_ledger_entries
+    WHERE workflow_id LIKE $1 AND ($2::text IS NULL OR supplier_id = $2)
+    GROUP BY supplier_id, currency
+), notes AS (
+    SELECT supplier_id, count(*) AS debit_notes FROM live_debit_notes
+    WHERE workflow_id LIKE $1 AND ($2::text IS NULL OR supplier_id = $2) GROUP BY supplier_id
+)
+SELECT b.supplier_id, coalesce(s.name, '') AS name, b.invoices,
+       coalesce((SELECT sum(c.invoices_claimed) FROM claims c
+                 WHERE c.supplier_id = b.supplier_id), 0) AS invoices_claimed,
+       coalesce((SELECT sum(c.claims) FROM claims c WHERE c.supplier_id = b.supplier_id), 0)
+           AS claims,
+       (SELECT coalesce(jsonb_object_agg(c.currency, c.claimed), '{}'::jsonb) FROM claims c
+        WHERE c.supplier_id = b.supplier_id) AS claimed,
+       coalesce(n.debit_notes, 0) AS debit_notes
+FROM billed b LEFT JOIN suppliers s USING (supplier_id) LEFT JOIN notes n USING (supplier_id)
+ORDER BY b.supplier_id
+"""
+
+
+async def suppliers(conn: Db, pattern: str, supplier: str | None) -> list[asyncpg.Record]:
+    """Per supplier billing in the month's nights: invoices billed, invoices claimed against,
+    claims and their sums per currency (live entries only), debit notes sent."""
+    return await conn.fetch(_SUPPLIERS, pattern, supplier)
+
+
+async def credit_notes(conn: Db, month_start: object, month_end: object, warehouse: str | None,
+                       supplier: str | None) -> list[asyncpg.Record]:
+    """The credit notes suppliers sent for the month's nights, with what they cite."""
+    return await conn.fetch(
+        "SELECT supplier_id, credit_note_no, business_date, warehouse, cites, amount_paise,"
+        " currency FROM credit_notes WHERE business_date >= $1 AND business_date < $2"
+        " AND ($3::text IS NULL OR warehouse = $3) AND ($4::text IS NULL OR supplier_id = $4)"
+        " ORDER BY business_date, supplier_id, credit_note_no",
+        month_start, month_end, warehouse, supplier)
+
+
+async def claim_keys(conn: Db, suppliers: list[str]) -> list[asyncpg.Record]:
+    """Keys of the debit notes we sent these suppliers (whose claim numbers a credit note cites)."""
+    return await conn.fetch(
+        "SELECT supplier_id, key FROM live_debit_notes WHERE supplier_id = ANY($1::text[])",
+        suppliers)
+
+
+async def claims_by_week(conn: Db, pattern: str, supplier: str | None) -> list[asyncpg.Record]:
+    """₹ claimed per supplier per week (Monday) of the month's nights, live entries only."""
+    return await conn.fetch(
+        f"SELECT supplier_id, date_trunc('week', {_NIGHT_DATE.format(col='workflow_id')})::date"
+        " AS week, sum(amount_paise) AS claimed FROM live_ledger_entries"
+        " WHERE workflow_id LIKE $1 AND currency = 'INR'"
+        " AND ($2::text IS NULL OR supplier_id = $2) GROUP BY 1, 2 ORDER BY 2, 1",
+        pattern, supplier)
+
+
+async def parked_by_reason(conn: Db, pattern: str) -> list[asyncpg.Record]:
+    """Parked items per reason, a reason's own numbers and codes left out ("no purchase order
+    …"), so the same reason on many invoices is one bar."""
+    return await conn.fetch(
+        "SELECT step, regexp_replace(reason, '\\S*[0-9]\\S*', '…', 'g') AS reason,"
+        " count(*) AS items FROM parked_items WHERE workflow_id LIKE $1"
+        " GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 12", pattern)
+
+
+async def model_bill_by_night(conn: Db, pattern: str) -> list[asyncpg.Record]:
+    """Per night date: model requests, documents read without a model, and their cost in US$
+    at the prices recorded on each request."""
+    return await conn.fetch(
+        f"SELECT {_NIGHT_DATE.format(col='workflow_id')} AS night,"
+        " count(*) FILTER (WHERE extractor NOT IN ('document-reader', 'offline-parser'))"
+        " AS requests,"
+        " count(*) FILTER (WHERE extractor IN ('document-reader', 'offline-parser')) AS local,"
+        " coalesce(sum((coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)"
+        "   + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1e6), 0)::float8"
+        " AS cost_usd"
+        " FROM model_calls WHERE workflow_id LIKE $1 GROUP BY 1 ORDER BY 1", pattern)
+
+
+async def latest_night(conn: Db) -> str | None:
+    """The latest night that matched its lines (the page bench reads it)."""
+    return await conn.fetchval("SELECT max(workflow_id) FROM lines_matched")
+
+
+async def on_record(conn: Db) -> tuple[int, int]:
+    """(nights that matched their lines, invoices read by any night): the size a bench says."""
+    row = await conn.fetchrow("SELECT (SELECT count(*) FROM lines_matched) AS nights,"
+                              " (SELECT count(*) FROM run_invoices) AS invoices")
+    return row["nights"], row["invoices"]
