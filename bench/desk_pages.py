@@ -46,7 +46,7 @@ READER = "desk-reader"
 async def _pages(pool) -> list[tuple[str, str]]:
     """The pages to time, on the kept data: the latest night, the latest month."""
     month = await desk_month.latest_month(pool)
-    nights = await desk_month.warehouses(pool, desk_month.night_pattern(month, None))
+    nights = await desk_month.warehouses(pool, month)
     latest = await desk_month.latest_night(pool)
     return [("nights", "/nights"), ("nights, filtered", "/nights?state=completed&night=w07"),
             ("a night", f"/night/{latest}"), ("a handover", f"/night/{latest}/handover"),

@@ -9,6 +9,7 @@ recon/store/desk_month.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections import defaultdict
@@ -60,10 +61,15 @@ def _month_bounds(month: str) -> tuple[date, date]:
 
 async def figures(pool: asyncpg.Pool, month: str, warehouse: str | None,
                   supplier: str | None) -> dict:
-    pattern = store.night_pattern(month, warehouse)
+    """The page's figures. Its statements run at once, each on a connection of its own: the page
+    waits for the slowest, not for their sum."""
     start, end = _month_bounds(month)
-    rows = await store.suppliers(pool, pattern, supplier)
-    notes = await store.credit_notes(pool, start, end, warehouse, supplier)
+    rows, notes, weekly, parked, bill = await asyncio.gather(
+        store.suppliers(pool, month, warehouse, supplier),
+        store.credit_notes(pool, start, end, warehouse, supplier),
+        store.claims_by_week(pool, month, warehouse, supplier),
+        store.parked_by_reason(pool, month, warehouse),
+        store.model_bill_by_night(pool, month, warehouse))
     ours: dict[str, set[str]] = defaultdict(set)
     if notes:
         for r in await store.claim_keys(pool, sorted({n["supplier_id"] for n in notes})):
@@ -85,14 +91,13 @@ async def figures(pool: asyncpg.Pool, month: str, warehouse: str | None,
             int(r["invoices_claimed"]) / r["invoices"] if r["invoices"] else 0.0,
             int(r["claims"]), amounts(claimed), r["debit_notes"], note_count[r["supplier_id"]],
             amounts(given), len(answered[r["supplier_id"]]), amounts(open_)))
-    return {"suppliers": lines, **await _charts(pool, pattern, supplier, lines)}
+    return {"suppliers": lines, **_charts(lines, weekly, parked, bill)}
 
 
-async def _charts(pool: asyncpg.Pool, pattern: str, supplier: str | None,
-                  lines: list[SupplierLine]) -> dict:
+def _charts(lines: list[SupplierLine], weekly: list[asyncpg.Record],
+            parked: list[asyncpg.Record], bill: list[asyncpg.Record]) -> dict:
     names = {s.supplier_id: f"{s.name} ({s.supplier_id})" if s.name else s.supplier_id
              for s in lines}
-    weekly = await store.claims_by_week(pool, pattern, supplier)
     weeks = sorted({r["week"] for r in weekly})
     totals: dict[str, int] = defaultdict(int)
     for r in weekly:
@@ -110,8 +115,6 @@ async def _charts(pool: asyncpg.Pool, pattern: str, supplier: str | None,
     if any(others):
         series["all others"] = others
     rated = sorted((s for s in lines if s.invoices), key=lambda s: -s.rate)[:15]
-    parked = await store.parked_by_reason(pool, pattern)
-    bill = await store.model_bill_by_night(pool, pattern)
     return {
         "chart_weekly": charts.stacked("Claims by supplier per week (₹)",
                                        [f"week of {w:%d %b}" for w in weeks], series),
@@ -140,8 +143,7 @@ def routes(desk) -> list[Route]:
         supplier = q.get("supplier", "")[:100].strip() or None
         return desk.page(request, "month.html.j2", month=month, warehouse=warehouse or "",
                          supplier=supplier or "",
-                         warehouses=await store.warehouses(desk.pool,
-                                                           store.night_pattern(month, None)),
+                         warehouses=await store.warehouses(desk.pool, month),
                          **await figures(desk.pool, month, warehouse, supplier))
 
     async def stylesheet(request: Request) -> Response:

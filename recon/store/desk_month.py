@@ -3,10 +3,11 @@ supplier the claims of the month, the credit notes the suppliers sent and the in
 billed; and the figures its charts draw (claims per supplier per week, parked items by reason,
 the model bill per night).
 
-A month's nights are the workflow ids `recon-YYYY-MM-DD-WAREHOUSE` (recon/domain/keys.py) that
-match a LIKE pattern the caller builds (`night_pattern`): a prefix, so each statement reads the
-month's rows by the `workflow_id` index of its table (the database collates in C, where LIKE on a
-prefix uses a btree) and never the year before. Read-only.
+A month's nights are the workflow ids `recon-YYYY-MM-DD-WAREHOUSE` (recon/domain/keys.py) in a
+range (`Nights`: from "recon-YYYY-MM-" up to "recon-YYYY-MM.", '.' sorting right after '-'), so
+each statement reads the month's rows by the `workflow_id` index of its table and never the year
+before; a warehouse is the id's tail. The two tables with a row per invoice are read by covering
+indexes (migration 099), index only. Read-only.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ import asyncpg
 
 Db = asyncpg.Connection | asyncpg.Pool
 
-# A night's date from its workflow id: "recon-" is 6 characters, the date the next 10.
+# A night's date from its workflow id: "recon-" is 6 characters, the date the next 10; the
+# warehouse follows "recon-YYYY-MM-DD-" (17 characters).
 _NIGHT_DATE = "substr({col}, 7, 10)::date"
+# The month's nights, at one warehouse ($3) or all: $1 <= id < $2.
+_IN = ("workflow_id >= $1 AND workflow_id < $2"
+       " AND ($3::text IS NULL OR substr(workflow_id, 18) = $3)")
 
 
-def night_pattern(month: str, warehouse: str | None) -> str:
-    """The LIKE pattern of a month's nights (month "YYYY-MM", checked by the caller), at one
-    warehouse or all; `_` and `%` in a warehouse code are matched as themselves."""
-    if not warehouse:
-        return f"recon-{month}-%"
-    escaped = warehouse.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
-    return f"recon-{month}-__-{escaped}"
+def nights(month: str, warehouse: str | None) -> tuple[str, str, str | None]:
+    """The first three parameters of every month statement: the month's range of night ids
+    (month "YYYY-MM", checked by the caller) and the warehouse or None."""
+    return f"recon-{month}-", f"recon-{month}.", warehouse
 
 
 async def latest_month(conn: Db) -> str | None:
@@ -34,25 +36,25 @@ async def latest_month(conn: Db) -> str | None:
         "SELECT substr(max(workflow_id), 7, 7) FROM run_invoices WHERE workflow_id LIKE 'recon-%'")
 
 
-async def warehouses(conn: Db, pattern: str) -> list[str]:
+async def warehouses(conn: Db, month: str) -> list[str]:
     return [r["warehouse"] for r in await conn.fetch(
         "SELECT DISTINCT substr(workflow_id, 18) AS warehouse FROM lines_matched"
-        " WHERE workflow_id LIKE $1 ORDER BY 1", pattern)]
+        f" WHERE {_IN} ORDER BY 1", *nights(month, None))]
 
 
 _SUPPLIERS = """
 WITH billed AS (
     SELECT supplier_id, count(*) AS invoices FROM run_invoices
-    WHERE workflow_id LIKE $1 AND ($2::text IS NULL OR supplier_id = $2) GROUP BY supplier_id
+    WHERE {_IN} AND ($4::text IS NULL OR supplier_id = $4) GROUP BY supplier_id
 ), claims AS (
     SELECT supplier_id, currency, count(*) AS claims, count(DISTINCT workflow_id || invoice_no)
            AS invoices_claimed, sum(amount_paise) AS claimed
     FROM live_ledger_entries
-    WHERE workflow_id LIKE $1 AND ($2::text IS NULL OR supplier_id = $2)
+    WHERE {_IN} AND ($4::text IS NULL OR supplier_id = $4)
     GROUP BY supplier_id, currency
 ), notes AS (
     SELECT supplier_id, count(*) AS debit_notes FROM live_debit_notes
-    WHERE workflow_id LIKE $1 AND ($2::text IS NULL OR supplier_id = $2) GROUP BY supplier_id
+    WHERE {_IN} AND ($4::text IS NULL OR supplier_id = $4) GROUP BY supplier_id
 )
 SELECT b.supplier_id, coalesce(s.name, '') AS name, b.invoices,
        coalesce((SELECT sum(c.invoices_claimed) FROM claims c
@@ -64,13 +66,14 @@ SELECT b.supplier_id, coalesce(s.name, '') AS name, b.invoices,
        coalesce(n.debit_notes, 0) AS debit_notes
 FROM billed b LEFT JOIN suppliers s USING (supplier_id) LEFT JOIN notes n USING (supplier_id)
 ORDER BY b.supplier_id
-"""
+""".replace("{_IN}", _IN)
 
 
-async def suppliers(conn: Db, pattern: str, supplier: str | None) -> list[asyncpg.Record]:
+async def suppliers(conn: Db, month: str, warehouse: str | None,
+                    supplier: str | None) -> list[asyncpg.Record]:
     """Per supplier billing in the month's nights: invoices billed, invoices claimed against,
     claims and their sums per currency (live entries only), debit notes sent."""
-    return await conn.fetch(_SUPPLIERS, pattern, supplier)
+    return await conn.fetch(_SUPPLIERS, *nights(month, warehouse), supplier)
 
 
 async def credit_notes(conn: Db, month_start: object, month_end: object, warehouse: str | None,
@@ -91,37 +94,46 @@ async def claim_keys(conn: Db, suppliers: list[str]) -> list[asyncpg.Record]:
         suppliers)
 
 
-async def claims_by_week(conn: Db, pattern: str, supplier: str | None) -> list[asyncpg.Record]:
+async def claims_by_week(conn: Db, month: str, warehouse: str | None,
+                         supplier: str | None) -> list[asyncpg.Record]:
     """₹ claimed per supplier per week (Monday) of the month's nights, live entries only."""
     return await conn.fetch(
         f"SELECT supplier_id, date_trunc('week', {_NIGHT_DATE.format(col='workflow_id')})::date"
         " AS week, sum(amount_paise) AS claimed FROM live_ledger_entries"
-        " WHERE workflow_id LIKE $1 AND currency = 'INR'"
-        " AND ($2::text IS NULL OR supplier_id = $2) GROUP BY 1, 2 ORDER BY 2, 1",
-        pattern, supplier)
+        f" WHERE {_IN} AND currency = 'INR'"
+        " AND ($4::text IS NULL OR supplier_id = $4) GROUP BY 1, 2 ORDER BY 2, 1",
+        *nights(month, warehouse), supplier)
 
 
-async def parked_by_reason(conn: Db, pattern: str) -> list[asyncpg.Record]:
+async def parked_by_reason(conn: Db, month: str, warehouse: str | None) -> list[asyncpg.Record]:
     """Parked items per reason, a reason's own numbers and codes left out ("no purchase order
     …"), so the same reason on many invoices is one bar."""
     return await conn.fetch(
         "SELECT step, regexp_replace(reason, '\\S*[0-9]\\S*', '…', 'g') AS reason,"
-        " count(*) AS items FROM parked_items WHERE workflow_id LIKE $1"
-        " GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 12", pattern)
+        f" count(*) AS items FROM parked_items WHERE {_IN}"
+        " GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 12", *nights(month, warehouse))
 
 
-async def model_bill_by_night(conn: Db, pattern: str) -> list[asyncpg.Record]:
+# Grouped by night id first (in the covering index's order, no per-row date), then by date.
+_BILL = f"""
+SELECT {_NIGHT_DATE.format(col='workflow_id')} AS night, sum(requests)::bigint AS requests,
+       sum(local)::bigint AS local, sum(cost_usd)::float8 AS cost_usd
+FROM (SELECT workflow_id,
+             count(*) FILTER (WHERE extractor NOT IN ('document-reader', 'offline-parser'))
+                 AS requests,
+             count(*) FILTER (WHERE extractor IN ('document-reader', 'offline-parser')) AS local,
+             coalesce(sum((coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)
+                 + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1e6), 0)
+                 AS cost_usd
+      FROM model_calls WHERE {_IN} GROUP BY workflow_id) n
+GROUP BY 1 ORDER BY 1
+"""
+
+
+async def model_bill_by_night(conn: Db, month: str, warehouse: str | None) -> list[asyncpg.Record]:
     """Per night date: model requests, documents read without a model, and their cost in US$
     at the prices recorded on each request."""
-    return await conn.fetch(
-        f"SELECT {_NIGHT_DATE.format(col='workflow_id')} AS night,"
-        " count(*) FILTER (WHERE extractor NOT IN ('document-reader', 'offline-parser'))"
-        " AS requests,"
-        " count(*) FILTER (WHERE extractor IN ('document-reader', 'offline-parser')) AS local,"
-        " coalesce(sum((coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)"
-        "   + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1e6), 0)::float8"
-        " AS cost_usd"
-        " FROM model_calls WHERE workflow_id LIKE $1 GROUP BY 1 ORDER BY 1", pattern)
+    return await conn.fetch(_BILL, *nights(month, warehouse))
 
 
 async def latest_night(conn: Db) -> str | None:
