@@ -54,6 +54,22 @@ def stylesheet() -> str:
 
 def bars(title: str, labels: list[str], values: list[float], *, unit: str = "",
          series: str = "") -> Markup:
+    return _bars(title, tuple(labels), tuple(values), unit, series)
+
+
+def stacked(title: str, x_labels: list[str], series: dict[str, list[float]]) -> Markup:
+    return _stacked(title, tuple(x_labels), tuple((k, tuple(v)) for k, v in series.items()))
+
+
+def grouped(title: str, x_labels: list[str], series: dict[str, list[float]]) -> Markup:
+    return _grouped(title, tuple(x_labels), tuple((k, tuple(v)) for k, v in series.items()))
+
+
+# pygal takes ~25 ms a chart: the same figures (a month whose nights did not change since the
+# last look) are drawn once. The figures themselves are read from Postgres on every request.
+@functools.lru_cache(maxsize=128)
+def _bars(title: str, labels: tuple[str, ...], values: tuple[float, ...], unit: str,
+          series: str) -> Markup:
     chart = pygal.HorizontalBar(**{**_CONFIG, "height": max(200, 80 + 28 * len(labels))},
                                 show_legend=False, title=title)
     chart.x_labels = [label(x) for x in labels]
@@ -62,17 +78,21 @@ def bars(title: str, labels: list[str], values: list[float], *, unit: str = "",
     return _inline(chart, title)
 
 
-def stacked(title: str, x_labels: list[str], series: dict[str, list[float]]) -> Markup:
+@functools.lru_cache(maxsize=128)
+def _stacked(title: str, x_labels: tuple[str, ...],
+             series: tuple[tuple[str, tuple[float, ...]], ...]) -> Markup:
     chart = pygal.StackedBar(**_CONFIG, title=title)
     chart.x_labels = x_labels
-    for name, values in series.items():
+    for name, values in series:
         chart.add(label(name), values)
     return _inline(chart, title)
 
 
-def line(title: str, x_labels: list[str], series: dict[str, list[float]]) -> Markup:
+@functools.lru_cache(maxsize=128)
+def _grouped(title: str, x_labels: tuple[str, ...],
+             series: tuple[tuple[str, tuple[float, ...]], ...]) -> Markup:
     chart = pygal.Bar(**_CONFIG, title=title, x_label_rotation=45)
     chart.x_labels = x_labels
-    for name, values in series.items():
+    for name, values in series:
         chart.add(label(name), values)
     return _inline(chart, title)

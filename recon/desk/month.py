@@ -64,6 +64,7 @@ async def figures(pool: asyncpg.Pool, month: str, warehouse: str | None,
     """The page's figures. Its statements run at once, each on a connection of its own: the page
     waits for the slowest, not for their sum."""
     start, end = _month_bounds(month)
+    await store.remember_nights(pool, month)
     rows, notes, weekly, parked, bill = await asyncio.gather(
         store.suppliers(pool, month, warehouse, supplier),
         store.credit_notes(pool, start, end, warehouse, supplier),
@@ -123,7 +124,7 @@ def _charts(lines: list[SupplierLine], weekly: list[asyncpg.Record],
                                   [round(100 * s.rate, 1) for s in rated], unit=" %"),
         "chart_parked": charts.bars("Parked items by reason", [
             f"{r['reason']} ({r['step']})" for r in parked], [r["items"] for r in parked]),
-        "chart_bill": charts.line("The model bill per night", [f"{r['night']:%d %b}" for r in bill], {
+        "chart_bill": charts.grouped("The model bill per night", [f"{r['night']:%d %b}" for r in bill], {
             "model requests": [r["requests"] for r in bill],
             "read without the model": [r["local"] for r in bill]}),
         "bill_usd": sum(r["cost_usd"] for r in bill),

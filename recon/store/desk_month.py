@@ -6,8 +6,9 @@ the model bill per night).
 A month's nights are the workflow ids `recon-YYYY-MM-DD-WAREHOUSE` (recon/domain/keys.py) in a
 range (`Nights`: from "recon-YYYY-MM-" up to "recon-YYYY-MM.", '.' sorting right after '-'), so
 each statement reads the month's rows by the `workflow_id` index of its table and never the year
-before; a warehouse is the id's tail. The two tables with a row per invoice are read by covering
-indexes (migration 099), index only. Read-only.
+before; a warehouse is the id's tail. What a night billed and its model bill are read from one
+row per night (and supplier) that `remember_nights` writes the first time a month needs it
+(migration 099 says why that is safe); everything else is read as it is now.
 """
 
 from __future__ import annotations
@@ -42,9 +43,40 @@ async def warehouses(conn: Db, month: str) -> list[str]:
         f" WHERE {_IN} ORDER BY 1", *nights(month, None))]
 
 
+_REMEMBER = """
+WITH todo AS (
+    SELECT l.workflow_id FROM lines_matched l
+    WHERE l.workflow_id >= $1 AND l.workflow_id < $2
+      AND NOT EXISTS (SELECT 1 FROM desk_night_bills b WHERE b.workflow_id = l.workflow_id)
+), billing AS (
+    INSERT INTO desk_night_billing (workflow_id, supplier_id, invoices)
+    SELECT r.workflow_id, r.supplier_id, count(*) FROM run_invoices r JOIN todo USING (workflow_id)
+    GROUP BY 1, 2
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO desk_night_bills (workflow_id, requests, local, cost_usd)
+SELECT t.workflow_id, m.requests, m.local, m.cost_usd FROM todo t, LATERAL (
+    SELECT count(*) FILTER (WHERE extractor NOT IN ('document-reader', 'offline-parser'))
+               AS requests,
+           count(*) FILTER (WHERE extractor IN ('document-reader', 'offline-parser')) AS local,
+           coalesce(sum((coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)
+               + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1e6), 0)::float8
+               AS cost_usd
+    FROM model_calls WHERE workflow_id = t.workflow_id) m
+ON CONFLICT DO NOTHING
+"""
+
+
+async def remember_nights(conn: Db, month: str) -> int:
+    """Write the sums of the month's nights that matched their lines and are not written yet;
+    how many nights were. Two pages at once write each night once (ON CONFLICT)."""
+    done = await conn.execute(_REMEMBER, *nights(month, None)[:2])
+    return int(done.split()[-1])
+
+
 _SUPPLIERS = """
 WITH billed AS (
-    SELECT supplier_id, count(*) AS invoices FROM run_invoices
+    SELECT supplier_id, sum(invoices) AS invoices FROM desk_night_billing
     WHERE {_IN} AND ($4::text IS NULL OR supplier_id = $4) GROUP BY supplier_id
 ), claims AS (
     SELECT supplier_id, currency, count(*) AS claims, count(DISTINCT workflow_id || invoice_no)
@@ -114,25 +146,16 @@ async def parked_by_reason(conn: Db, month: str, warehouse: str | None) -> list[
         " GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 12", *nights(month, warehouse))
 
 
-# Grouped by night id first (in the covering index's order, no per-row date), then by date.
 _BILL = f"""
 SELECT {_NIGHT_DATE.format(col='workflow_id')} AS night, sum(requests)::bigint AS requests,
        sum(local)::bigint AS local, sum(cost_usd)::float8 AS cost_usd
-FROM (SELECT workflow_id,
-             count(*) FILTER (WHERE extractor NOT IN ('document-reader', 'offline-parser'))
-                 AS requests,
-             count(*) FILTER (WHERE extractor IN ('document-reader', 'offline-parser')) AS local,
-             coalesce(sum((coalesce(prompt_tokens, 0) * coalesce(price_in_usd, 0)
-                 + coalesce(completion_tokens, 0) * coalesce(price_out_usd, 0)) / 1e6), 0)
-                 AS cost_usd
-      FROM model_calls WHERE {_IN} GROUP BY workflow_id) n
-GROUP BY 1 ORDER BY 1
+FROM desk_night_bills WHERE {_IN} GROUP BY 1 ORDER BY 1
 """
 
 
 async def model_bill_by_night(conn: Db, month: str, warehouse: str | None) -> list[asyncpg.Record]:
     """Per night date: model requests, documents read without a model, and their cost in US$
-    at the prices recorded on each request."""
+    at the prices recorded on each request (of the nights `remember_nights` wrote)."""
     return await conn.fetch(_BILL, *nights(month, warehouse))
 
 
