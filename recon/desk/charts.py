@@ -10,6 +10,7 @@ bidi characters as escapes), then written as XML text by pygal (its `<` is `&lt;
 from __future__ import annotations
 
 import functools
+import html
 import re
 
 import pygal
@@ -44,7 +45,7 @@ def stylesheet() -> str:
     chart = pygal.Bar(**_CONFIG)
     chart.add("", [1])
     css = "".join(m.group(0) for m in _STYLE.finditer(chart.render(is_unicode=True)))
-    css = re.sub(r"</?style[^>]*>", "", css)
+    css = html.unescape(re.sub(r"</?style[^>]*>", "", css))  # pygal writes `>` as `&gt;`
     rules = []
     for selectors, body in _RULE.findall(css):
         scoped = ",".join(f".pygal-chart {s.strip()}".strip() for s in selectors.split(","))
