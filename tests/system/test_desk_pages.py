@@ -54,6 +54,8 @@ async def test_a_night_and_the_month_read_in_words_with_charts_and_escapes(
                                  base_url="http://localhost:8237") as http:
         assert (await http.get("/month")).status_code == 303  # not signed in: to /signin
         http.cookies.set(COOKIE, session.id)
+        listed = (await http.get(f"/nights?night={wh}")).text
+        assert f'data-run="{handle.id}"' in listed and "completed" in _section(listed, "nights")
         page = (await http.get(f"/night/{handle.id}")).text
         steps = _section(page, "steps")
         assert "2 invoices read" in steps and "first try" in steps, steps
