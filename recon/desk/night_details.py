@@ -65,8 +65,9 @@ def _attempts(step: Step, r: asyncpg.Record, handed: dict[str, int]) -> str:
     if step.name == "send_debit_notes" and r["note_attempts"]:
         parts.append(f"up to {count(r['note_attempts'], 'delivery try', 'delivery tries')} "
                      "per note")
-    if handed.get(step.name):
-        parts.append(f"handed to a person after {count(handed[step.name], 'attempt')}")
+    if step.name in handed:  # a check (the gate) hands over without retrying: no attempts
+        tries = handed[step.name]
+        parts.append("handed to a person" + (f" after {count(tries, 'attempt')}" if tries else ""))
     return "; ".join(parts)
 
 

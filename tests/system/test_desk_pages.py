@@ -59,7 +59,7 @@ async def test_a_night_and_the_month_read_in_words_with_charts_and_escapes(
         page = (await http.get(f"/night/{handle.id}")).text
         steps = _section(page, "steps")
         assert "2 invoices read" in steps and "first try" in steps, steps
-        assert "handed to a person" not in steps
+        assert "held for a person" in steps and "handed to a person" in steps, steps  # the gate
         entries = _section(page, "entries")
         assert "₹500" in entries and "recon's own ledger only" in entries, entries
         assert "no purchase order" in page and f"INV-{wh}-X" in page  # parked, with its reason
