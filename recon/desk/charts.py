@@ -43,7 +43,8 @@ def stylesheet() -> str:
     """pygal's CSS for these charts, each rule scoped to `.pygal-chart` (pygal's class on every
     chart's root), served as /charts.css."""
     chart = pygal.Bar(**_CONFIG)
-    chart.add("", [1])
+    for n in range(16):  # pygal writes a colour rule per series drawn: as many as a chart has
+        chart.add(str(n), [1])
     css = "".join(m.group(0) for m in _STYLE.finditer(chart.render(is_unicode=True)))
     css = html.unescape(re.sub(r"</?style[^>]*>", "", css))  # pygal writes `>` as `&gt;`
     rules = []
