@@ -1,7 +1,7 @@
 """How long does a whole night take at scale, end to end, on the embedded stack.
 
     uv run python bench/night.py [--invoices N] [--mismatches M] [--repeats R] [--workers W]
-                                 [--history K --history-invoices N] [--keep DIR]
+                                 [--history K --history-invoices N] [--warehouses W] [--keep DIR]
 
 Starts its own embedded Temporal dev server (in memory, free ports) and embedded PostgreSQL in a
 temporary directory, applies the migrations, and for each of R nights (different dates, one stack):
@@ -28,7 +28,10 @@ night(s) on top, and prints each history night's seconds and `last vs first nigh
 nights must not make a night dearer), and with ten or more, the same of the medians of the first and
 last five nights and of the least-squares line through every night. The nights run with
 RECON_RECEIPT_GRACE_DAYS=0 unless set: every seeded short delivery is then claimed on its own night,
-so each night's counts are checked as before. The debit-note gate is opened wide for the bench so a
+so each night's counts are checked as before. With --warehouses W each history date is
+run for W warehouses (ldh, then w02, w03, ...), one real night each: `--history 30 --warehouses 20`
+is a month of 20 warehouses' nights (the database the desk's page bench reads, bench/desk_pages.py).
+The debit-note gate is opened wide for the bench so a
 run never waits for a person; if one hands over anyway the bench stops with the note. With --keep
 DIR the stack's data stays in DIR: start Postgres on it again
 (`recon.runtime.embedded.EmbeddedPostgres(Path(DIR)).start()`) to read the night's rows or EXPLAIN
@@ -119,9 +122,11 @@ async def run(args: argparse.Namespace) -> int:
                 for h in range(args.history):
                     day = (first + timedelta(days=h)).isoformat()
                     print(f"history night {h + 1} of {args.history}:", flush=True)
-                    history.append(await run_night(
-                        stack, client, pool, day, args.history_invoices, args.history_mismatches,
-                        args.seed, args.progress_every, args.workers, args.format))
+                    for w in range(args.warehouses):
+                        history.append(await run_night(
+                            stack, client, pool, day, args.history_invoices,
+                            args.history_mismatches, args.seed, args.progress_every, args.workers,
+                            args.format, WAREHOUSE if w == 0 else f"w{w + 1:02d}"))
                 for r in range(args.repeats):
                     day = (first + timedelta(days=args.history + r)).isoformat()
                     nights.append(await run_night(stack, client, pool, day, args.invoices,
@@ -178,6 +183,8 @@ def main() -> None:
                         help="invoices per history night")
     parser.add_argument("--history-mismatches", type=int, default=None,
                         help="adjustments per history night (default: a twentieth)")
+    parser.add_argument("--warehouses", type=int, default=1, metavar="W",
+                        help="warehouses whose nights each history date runs (ldh, w02, ...)")
     parser.add_argument("--format", default="text",
                         help="the nights' documents: text, ubl, gst, cii, facturx, pdf or mixed")
     parser.add_argument("--workers", type=int, default=0,
@@ -190,10 +197,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.history_mismatches is None:
         args.history_mismatches = args.history_invoices // 20
-    if min(args.invoices, args.repeats, args.history_invoices) < 1 \
+    if min(args.invoices, args.repeats, args.history_invoices, args.warehouses) < 1 \
             or min(args.mismatches, args.workers, args.history, args.history_mismatches) < 0 \
             or args.progress_every <= 0:
-        parser.error("--invoices, --repeats and --history-invoices must be at least 1; "
+        parser.error("--invoices, --repeats, --history-invoices and --warehouses must be at least 1; "
                      "--mismatches, --workers, --history and --history-mismatches at least 0")
     if args.history_mismatches > args.history_invoices or args.mismatches > args.invoices:
         parser.error("--mismatches (and --history-mismatches) cannot exceed the night's invoices")

@@ -98,15 +98,15 @@ async def _watch(client: Client, handle: WorkflowHandle, started: float, every: 
 
 async def run_night(stack: RunningStack, client: Client, pool, day: str, invoices: int,
                     mismatches: int, seed: int, watch_every: float, workers: int,
-                    documents: str = "text") -> Night:
+                    documents: str = "text", warehouse: str = WAREHOUSE) -> Night:
     from starter import start_night
 
     started = time.perf_counter()
-    seeded = await seed_night(pool, day, WAREHOUSE, invoices, mismatches, seed, documents)
+    seeded = await seed_night(pool, day, warehouse, invoices, mismatches, seed, documents)
     seed_seconds = time.perf_counter() - started
     if len(seeded.adjustments) != mismatches:
         raise SystemExit(f"bench bug: seeded {len(seeded.adjustments)} adjustments, not {mismatches}")
-    print(f"  {day}: seeded {invoices:,} invoices ({mismatches:,} adjustments due, "
+    print(f"  {day} {warehouse}: seeded {invoices:,} invoices ({mismatches:,} adjustments due, "
           f"{len(seeded.unreadable)} unreadable, {len(seeded.no_po_invoices)} citing no PO, "
           f"{len(seeded.unknown_sku_lines)} unknown SKUs) in {seed_seconds:.1f} s", flush=True)
     # A production night starts on settled tables: the master data was loaded during the day and
@@ -130,7 +130,7 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
     settings = replace(
         stack.settings(),
         task_queue=f"bench-night-{uuid.uuid4().hex[:8]}",
-        warehouse=WAREHOUSE,
+        warehouse=warehouse,
         openai_api_key=None, openai_base_url=None, failpoints="",  # the offline extractor
         gate_max_parked_ratio=1.0, gate_max_adjustment_share=1.0, gate_max_total_paise=MAX_PAISE,
         gate_max_supplier_paise=MAX_PAISE,  # never hand over at the gate
@@ -142,7 +142,7 @@ async def run_night(stack: RunningStack, client: Client, pool, day: str, invoice
         with sampler:
             run_started = time.time()
             started = time.perf_counter()
-            handle = await start_night(client, settings, day, WAREHOUSE)
+            handle = await start_night(client, settings, day, warehouse)
             watcher = asyncio.create_task(_watch(client, handle, started, watch_every))
             result_task = asyncio.ensure_future(handle.result())
             try:

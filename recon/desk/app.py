@@ -19,6 +19,7 @@ from pathlib import Path
 
 import asyncpg
 from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
@@ -28,13 +29,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
-from recon.desk import ceremonies, nights
+from recon.desk import ceremonies, month, night_details, nights
 from recon.desk.sessions import COOKIE, Session, Sessions
 from recon.desk.throttle import Throttle
 from recon.domain.decisions import MAX_NOTE, MAX_PARK, canonical_decision, signing_time
 from recon.domain.errors import DecisionRefused
 from recon.domain.models import DECISIONS, Decision
-from recon.domain.money import rupees
+from recon.domain.money import amount, rupees
 from recon.domain.passkeys import challenge_of
 from recon.domain.printable import printable
 from recon.ops.decisions import park_refs, send_decision
@@ -50,6 +51,8 @@ THROTTLED = ("/signin/options", "/enroll/options")  # each starts a ceremony
 def _shown(value: object) -> object:
     """Every `{{ }}` of a page: strings with control and bidi characters as escapes (Jinja's
     autoescape then escapes HTML)."""
+    if isinstance(value, Markup):  # built escaped by the desk itself (the charts' SVG)
+        return value
     return printable(value, keep_newlines=True) if isinstance(value, str) else value
 
 
@@ -57,6 +60,7 @@ def templates() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True,
                       finalize=_shown)
     env.filters["rupees"] = rupees
+    env.filters["amount"] = amount
     return env
 
 
@@ -220,7 +224,8 @@ def routes(desk: Desk) -> list:
         night = await nights.night(desk.pool, desk.client, run)
         if night is None:
             return desk.page(request, "missing.html.j2", 404, run=run)
-        return desk.page(request, "night.html.j2", run=run, **night)
+        return desk.page(request, "night.html.j2", run=run, **night,
+                         **await night_details.details(desk.pool, run))
 
     async def handover_page(request: Request) -> Response:
         run = request.path_params["run"]
@@ -284,6 +289,7 @@ def routes(desk: Desk) -> list:
         Route("/night/{run}/handover", handover_page),
         Route("/decide/options", decide_options, methods=["POST"]),
         Route("/decide", decide, methods=["POST"]),
+        *month.routes(desk),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
 
@@ -312,4 +318,6 @@ async def _decision_fields(desk: Desk, body: dict) -> dict:
 
 def make_app(pool: asyncpg.Pool, client: Client, origin: str, rp_id: str) -> Starlette:
     desk = Desk(pool, client, origin, rp_id)
-    return Starlette(routes=routes(desk), middleware=[Middleware(Guard, desk=desk)])
+    app = Starlette(routes=routes(desk), middleware=[Middleware(Guard, desk=desk)])
+    app.state.desk = desk  # for tests and benches that sign a session in without a browser
+    return app
