@@ -28,7 +28,7 @@ def desk(
     async def go() -> None:
         async with database() as pool:
             client = await temporal()
-            app = make_app(pool, client, settings.desk_origin, settings.desk_rp_id)
+            app = make_app(pool, client, settings.desk_origin, settings.desk_rp_id, settings)
             config = uvicorn.Config(app, host=bind, port=listen, log_level="warning",
                                     proxy_headers=False, server_header=False)
             console.print(f"desk on http://{bind}:{listen}, for the origin "

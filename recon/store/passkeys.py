@@ -136,3 +136,29 @@ async def counts(conn: Db) -> dict[str, int]:
     rows = await conn.fetch("SELECT approver, count(*) AS n FROM approver_passkeys"
                             " WHERE revoked_at IS NULL GROUP BY approver")
     return {r["approver"]: r["n"] for r in rows}
+
+
+async def listed(conn: Db, approver: str) -> list[asyncpg.Record]:
+    """Every passkey of `approver`, revoked ones too, with the decisions and requests it signed
+    (`recon approvers passkeys NAME`)."""
+    return await conn.fetch(
+        "SELECT k.credential_id, k.sign_count, k.transports, k.created_at, k.revoked_at,"
+        " count(p.signature_sha256) AS signed, max(p.verified_at) AS last_signed"
+        " FROM approver_passkeys k LEFT JOIN passkey_assertions p USING (credential_id)"
+        " WHERE k.approver = $1 GROUP BY k.credential_id ORDER BY k.created_at", approver)
+
+
+async def revoke(conn: Db, credential_id: bytes) -> datetime | None:
+    """Revoke one passkey: it signs in and signs no more. None when it was already revoked."""
+    return await conn.fetchval(
+        "UPDATE approver_passkeys SET revoked_at = now() WHERE credential_id = $1"
+        " AND revoked_at IS NULL RETURNING revoked_at", credential_id)
+
+
+async def still_signed_in(conn: Db, approver: str, credential_id: bytes) -> bool:
+    """Is the passkey a desk session signed in with still good: not revoked, its approver
+    active? (asked on every page: revoking either ends the session)"""
+    return await conn.fetchval(
+        "SELECT true FROM approver_passkeys k JOIN approvers a ON a.name = k.approver"
+        " WHERE k.credential_id = $1 AND k.approver = $2 AND k.revoked_at IS NULL AND a.active",
+        credential_id, approver) is True
