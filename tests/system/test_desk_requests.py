@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import urllib.parse
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from recon.domain.requests import MAIL_RESEND, REDO, UNDO
 from recon.runtime.embedded import free_port
 from recon.tools.seed import seed_night
 from tests.conftest import Stack
-from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
+from tests.helpers import ROOT, inprocess_worker, recon_cli, settings_for, start, wait_for
 from tests.system.test_desk import ARGS, CHROMIUM, _add, _desk, _outcome, _passkey_page, _shot
 
 pytestmark = pytest.mark.slow
@@ -146,3 +148,13 @@ async def test_undo_redo_and_resend_signed_on_the_desk_and_a_replay_and_a_revoke
             await page.click("#signin")
             assert (await _outcome(page)).startswith("sign-in refused")
             await browser.close()
+
+    # the requests' stored evidence verifies with the webauthn package alone
+    checked = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "bench/verify_desk_decision.py", "--approver", name],
+        cwd=ROOT, env=stack.env(RECON_DESK_RP_ID="localhost"), capture_output=True, text=True,
+        timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    lines = checked.stdout.splitlines()
+    assert len(lines) == 3 and all(line.startswith("verifies: ") for line in lines), lines
+    assert f"{name} signed {UNDO} of {wf} supplier {supplier}" in checked.stdout, lines
