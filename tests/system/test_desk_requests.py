@@ -1,6 +1,7 @@
 """Undo, redo and the answer to a refused message, signed on the desk by a passkey (issue 46,
 docs/desk.md "Signed requests"), in a real headless Chromium with its virtual authenticator: a
-supplier undone and redone from the night's page, a refused debit note sent again; the undo's
+supplier undone and redone from the night's page (an approver over their limit refused first), a
+refused debit note sent again; the undo's
 assertion replayed onto another request refused in one line; a revoked passkey signs in no more.
 The verdicts come from where the CLI's signed requests are checked: the undo and redo workflows'
 check activity and the mail transaction, against Postgres.
@@ -77,6 +78,7 @@ async def test_undo_redo_and_resend_signed_on_the_desk_and_a_replay_and_a_revoke
                                      " AND supplier_id <> $2", wf, supplier)
         key = await _refused_note(pool, wf, supplier)
         link = await _add(env, name)
+        junior_link = await _add(env, f"jatin-{wh}", "--limit", "1")
         async with _desk(stack, port, origin, tmp_path, RECON_TASK_QUEUE=queue), \
                 async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -85,12 +87,19 @@ async def test_undo_redo_and_resend_signed_on_the_desk_and_a_replay_and_a_revoke
             page.on("request", lambda r: sent.append(json.loads(r.post_data))
                     if r.url.endswith("/request") else None)
 
+            # an approver over their limit (₹1) is refused by the check, on their own session
+            row = f'tr[data-supplier="{supplier}"]'
+            junior = await _passkey_page(browser, junior_link)
+            await junior.goto(f"{origin}/night/{wf}/requests")
+            over = await _submit(junior, f"{row} form.undo-supplier", reason="mine to undo?")
+            assert over.startswith("refused:") and f"over jatin-{wh}'s limit" in over, over
+            assert await pool.fetchval(LIVE, wf, supplier) > 0
+
             # from the night's page: undo one supplier
             await page.goto(f"{origin}/night/{wf}")
             await page.click("#to-requests")
             await page.wait_for_url("**/requests", timeout=60_000)
             await _shot(page, "requests")
-            row = f'tr[data-supplier="{supplier}"]'
             undone = await _submit(page, f"{row} form.undo-supplier",
                                    reason="the supplier's credit note came in")
             assert "finished (supplier" in undone and not undone.startswith("refused"), undone
