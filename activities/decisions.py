@@ -35,7 +35,6 @@ from recon.domain.money import BASE_CURRENCY, amounts, rupees
 from recon.domain.passkeys import b64url
 from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
-from recon.ops.passkeys import passkey_problem
 from recon.store import approvers, requests
 from recon.store import decisions as decision_store
 from recon.store import passkeys as passkey_store
@@ -155,9 +154,9 @@ class DecisionActivities(Room):
 
     async def _passkey_problem(self, c: DecisionCheck, name: str, payload: bytes) -> str | None:
         """A decision signed on the desk: the one check of a passkey signature
-        (recon.ops.passkeys.passkey_problem), shared with undo, redo and the mail answers."""
+        (recon.store.passkeys.passkey_problem), shared with undo, redo and the mail answers."""
         assert c.passkey is not None
-        return await passkey_problem(
+        return await passkey_store.passkey_problem(
             self.pool, c.passkey, c.signature, name=name, canonical=payload,
             rp_id=self.settings.desk_rp_id, origin=self.settings.desk_origin,
             what="run, handover and decision")

@@ -28,8 +28,7 @@ from recon.domain.requests import (
     spend_target,
 )
 from recon.domain.signing import verifies
-from recon.ops.passkeys import passkey_problem
-from recon.store import approvers, requests
+from recon.store import approvers, passkeys, requests
 from recon.store.generations import current_generation
 
 
@@ -57,7 +56,7 @@ class RequestActivities(Room):
                                     references=c.references, reason=c.reason, by=c.by,
                                     signed_at=c.signed_at)
         if person is not None and c.passkey is not None and c.signed_at:
-            problem = await passkey_problem(
+            problem = await passkeys.passkey_problem(
                 pool, c.passkey, c.signature, name=person.name, canonical=payload,
                 rp_id=self.settings.desk_rp_id, origin=self.settings.desk_origin,
                 what=WHAT.get(c.purpose, c.purpose))

@@ -76,11 +76,12 @@ def dev(
 
             console.print(asyncio.run(ensure_demo_schedule(stack.settings())))
 
+    from recon.desk.server import serve as serve_desk
     from worker import run_worker
 
     run_dev(state_dir(), port, ui_port, None if no_worker else run_worker, announce,
             say=functools.partial(console.print, markup=False, highlight=False), encrypt=encrypt,
-            imap=imap, desk=desk)
+            imap=imap, desk=serve_desk if desk else None)
     console.print("stopped")
 
 

@@ -9,7 +9,7 @@ anything to undo, is the message refused), so nobody is asked to sign what will 
 hands the signed request to where the CLI hands it: the undo or redo workflow, whose
 `check_signed_request` activity judges it in Postgres, or the mail transaction
 (recon/mail/bounces.py). Both check a passkey with the one check decisions use
-(recon.ops.passkeys.passkey_problem): the approver's passkey on record, the counter, their limit,
+(recon.store.passkeys.passkey_problem): the approver's passkey on record, the counter, their limit,
 one use per signature. An assertion made for one night, supplier or message is a signature of
 that request only: anywhere else it does not verify.
 """

@@ -1,5 +1,5 @@
 """Serving the desk with uvicorn: `recon desk` on its own, and `recon dev` beside its other
-servers, in its event loop (a socket bound before, so the URL is printed with the others).
+servers, in its event loop, on a socket it bound before (so the URL is printed with the others).
 
 uvicorn answers SIGINT and SIGTERM itself; inside `recon dev`, whose loop already stops
 everything on them, it must not (`_Inside`): the dev stack tells it to stop.
@@ -22,16 +22,6 @@ class _Inside(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
-
-
-def bound(host: str, port: int) -> socket.socket:
-    """A listening socket for the desk on `host`:`port` (0: any free port)."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 async def serve(settings: Settings, sock: socket.socket | None = None,

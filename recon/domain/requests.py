@@ -4,7 +4,7 @@ like decisions (docs/design.md §3, "Signed requests"), and no signature is spen
 A decision answers a handover a run is waiting on; a request starts something (an undo, a redo) or
 closes a delivery handover (resend, dismiss). Each purpose has its own canonical JSON, signed with
 the approver's Ed25519 key or, on the desk, by a passkey whose challenge is the SHA-256 of the same
-bytes (recon.ops.passkeys.passkey_problem, shared with decisions); the check of either kind answers
+bytes (recon.store.passkeys.passkey_problem, shared with decisions); the check of either kind answers
 the same few questions, here as pure functions over facts the caller read from Postgres: who signed,
 is the key active, is the signature fresh, is the money at stake within the signer's limit, and was
 this very signature used before for something else. Imported by workflow code (the models), the

@@ -32,8 +32,7 @@ from recon.domain.requests import (
     signature_digest,
 )
 from recon.domain.signing import verifies
-from recon.ops.passkeys import passkey_problem
-from recon.store import approvers, bounces, mail_deliveries, requests
+from recon.store import approvers, bounces, mail_deliveries, passkeys, requests
 
 
 async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asyncpg.Record,
@@ -47,7 +46,7 @@ async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asy
     if person is not None and signed.passkey is not None and signed.signed_at:
         problem = "a passkey's signature is checked against the desk's origin: none was given"
         if party is not None:
-            problem = await passkey_problem(
+            problem = await passkeys.passkey_problem(
                 conn, signed.passkey, signed.signature, name=person.name, canonical=payload,
                 rp_id=party.rp_id, origin=party.origin, what=WHAT[purpose])
         verdict = RequestVerdict(refused=problem) if problem else judge(

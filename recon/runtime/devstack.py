@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from recon.desk import server as desk_server
 from recon.mail.smtp_sink import MailSink
 from recon.runtime.codec_server import CodecServerThread, CodecService, origins_from
 from recon.runtime.config import (
@@ -42,6 +41,8 @@ KEY_FILE_NAME = "payload-keys"
 
 # The worker's entry point: `worker.run_worker(settings, stop=event)`.
 RunWorker = Callable[..., Awaitable[None]]
+# The desk's: `recon.desk.server.serve(settings, sock, stop)`, handed in by the CLI like the worker.
+ServeDesk = Callable[[Settings, socket.socket, asyncio.Event], Awaitable[None]]
 
 
 @dataclass
@@ -52,6 +53,7 @@ class RunningStack:
     imap: DevMailbox | None = None  # the loopback IMAP mailbox with the example mails
     codec: CodecServerThread | None = None  # the Web UI's codec server, with a keyring
     desk: socket.socket | None = None  # the finance desk's listening socket (recon/desk)
+    serve_desk: ServeDesk | None = None
     desk_origin: str = ""  # where people open it: what passkeys are bound to
 
     @property
@@ -151,19 +153,33 @@ def loopback_mail(maildir: Path) -> Iterator[MailSink | None]:
         sink.stop()
 
 
+def _listening(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
 @contextlib.contextmanager
 def desk_socket(desk: bool) -> Iterator[tuple[socket.socket | None, str]]:
     """The desk's socket on RECON_DESK_HOST:RECON_DESK_PORT (another free port when that one is
     taken) and its origin: RECON_DESK_ORIGIN when set, else http://localhost:PORT (passkeys are
-    bound to it, and the worker checks them against it)."""
+    bound to it, and the worker checks them against it). Bound before anything is announced, so
+    the URL printed is the one that answers."""
     if not desk:
         yield None, ""
         return
     settings = load_settings()
     try:
-        sock = desk_server.bound(settings.desk_host, settings.desk_port)
+        sock = _listening(settings.desk_host, settings.desk_port)
     except OSError:
-        sock = desk_server.bound(settings.desk_host, 0)
+        sock = _listening(settings.desk_host, 0)
     origin = os.environ.get("RECON_DESK_ORIGIN") or f"http://localhost:{sock.getsockname()[1]}"
     try:
         yield sock, origin
@@ -173,9 +189,10 @@ def desk_socket(desk: bool) -> Iterator[tuple[socket.socket | None, str]]:
 
 def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, announce,
             say: Callable[[str], None] = print, encrypt: bool = False, imap: bool = True,
-            desk: bool = True) -> None:
+            desk: ServeDesk | None = None) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started. `worker` is the worker's
-    entry point (`worker.run_worker`), handed in by the CLI: the runtime never imports the worker."""
+    entry point (`worker.run_worker`) and `desk` the desk's (`recon.desk.server.serve`), handed in
+    by the CLI: the runtime never imports the worker or the desk."""
     # The outside ledger `recon ledger init --start` wrote there stays (docs/ledger.md).
     env: dict[str, str] = {k: v for k, v in read_env_file(state / ENV_FILE_NAME).items()
                            if k.startswith("RECON_LEDGER")}
@@ -186,9 +203,9 @@ def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, anno
         env["RECON_PAYLOAD_KEYS_FILE"] = os.environ["RECON_PAYLOAD_KEYS_FILE"] = str(key_file)
     with embedded_stack(state, port, ui_port, persistent=True) as stack, \
             loopback_mail(state / "mail") as mail, loopback_imap(state, say, imap) as mailbox, \
-            desk_socket(desk) as (desk_sock, desk_origin):
+            desk_socket(desk is not None) as (desk_sock, desk_origin):
         stack.mail, stack.imap = mail, mailbox
-        stack.desk, stack.desk_origin = desk_sock, desk_origin
+        stack.desk, stack.desk_origin, stack.serve_desk = desk_sock, desk_origin, desk
         asyncio.run(prepare_database(stack.postgres.url))
         env.update({
             "TEMPORAL_ADDRESS": stack.temporal.address,
@@ -216,7 +233,7 @@ async def _serve(stack: RunningStack, worker: RunWorker | None, say: Callable[[s
     tasks = [asyncio.ensure_future(supervise(stack, stop, say))]
     if worker is not None:
         tasks.append(asyncio.ensure_future(_keep_worker(worker, stack.settings(), stop, say)))
-    if stack.desk is not None:
+    if stack.desk is not None and stack.serve_desk is not None:
         tasks.append(asyncio.ensure_future(_keep_desk(stack, stop, say)))
     await stop.wait()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -264,7 +281,8 @@ async def _keep_desk(stack: RunningStack, stop: asyncio.Event, say: Callable[[st
     """The dev stack's desk, on the socket announced; started again when it stops on its own."""
     while not stop.is_set():
         try:
-            await desk_server.serve(stack.settings(), stack.desk, stop)
+            assert stack.serve_desk is not None and stack.desk is not None
+            await stack.serve_desk(stack.settings(), stack.desk, stop)
         except Exception as exc:  # noqa: BLE001 - any reason: say it and start again
             if stop.is_set():
                 return
