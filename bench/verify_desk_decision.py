@@ -47,7 +47,7 @@ def verify_row(row: dict, rp_id: str) -> str:
         return f"DOES NOT VERIFY ({row['approver']}): {exc}"
     d = json.loads(canonical)
     how = f"counter {verified.new_sign_count}; origin {client_data.get('origin')}"
-    if "purpose" in d:  # a signed request: undo, redo, mail resend or dismiss
+    if "decision" not in d:  # a signed request: undo, redo, mail resend or dismiss
         target = d.get("run") or d.get("key")
         scope = f" supplier {d['supplier']}" if d.get("supplier") else ""
         return (f"verifies: {d['by']} signed {d['purpose']} of {target}{scope} at "
