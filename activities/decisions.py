@@ -13,7 +13,6 @@ same execution is the same use again (a retry), for anything else it is refused.
 from __future__ import annotations
 
 import base64
-import hashlib
 from datetime import datetime, timedelta
 
 from temporalio import activity
@@ -33,14 +32,7 @@ from recon.domain.decisions import (
 )
 from recon.domain.keys import undo_workflow_id
 from recon.domain.money import BASE_CURRENCY, amounts, rupees
-from recon.domain.passkeys import (
-    PasskeyRefused,
-    b64url,
-    challenge_of,
-    signature_bytes,
-    unb64url,
-    verify_assertion,
-)
+from recon.domain.passkeys import b64url
 from recon.domain.requests import already_used, signature_digest, spend_target
 from recon.domain.signing import verifies
 from recon.store import approvers, requests
@@ -161,41 +153,13 @@ class DecisionActivities(Room):
         return four_eyes(c, name, stake, amounts(stakes))
 
     async def _passkey_problem(self, c: DecisionCheck, name: str, payload: bytes) -> str | None:
-        """A decision signed on the desk: the assertion must be by a passkey of `name` on record
-        (not revoked), over the SHA-256 of this decision's canonical form, for the desk's origin
-        and relying party, the person verified; and its sign counter must grow (a cloned
-        authenticator's does not). Its evidence is kept, so it can be verified again later."""
+        """A decision signed on the desk: the one check of a passkey signature
+        (recon.store.passkeys.passkey_problem), shared with undo, redo and the mail answers."""
         assert c.passkey is not None
-        forged = (f"forged or altered: the passkey assertion does not verify against {name}'s "
-                  f"passkey for this run, handover and decision")
-        try:
-            credential_id = unb64url(c.passkey.credential_id)
-            signature = signature_bytes(c.signature)
-        except PasskeyRefused:
-            return forged
-        key = await passkey_store.by_credential(self.pool, credential_id)
-        if key is None or key.approver != name:
-            return f"the passkey that signed is not one of {name}'s on record"
-        if key.revoked_at is not None:
-            return f"{name}'s passkey was revoked at {key.revoked_at:%Y-%m-%d %H:%M:%S %Z}"
-        try:
-            count = verify_assertion(c.passkey, signature, challenge=challenge_of(payload),
-                                     public_key=key.public_key, rp_id=self.settings.desk_rp_id,
-                                     origin=self.settings.desk_origin)
-        except PasskeyRefused as exc:
-            activity.logger.warning("passkey assertion by %s refused: %s", name, exc)
-            return forged
-        async with self.pool.acquire() as conn, conn.transaction():
-            fresh = await passkey_store.record_assertion(
-                conn, signature_sha256=hashlib.sha256(signature).digest(),
-                credential_id=credential_id, approver=name, canonical=payload,
-                authenticator_data=unb64url(c.passkey.authenticator_data),
-                client_data_json=unb64url(c.passkey.client_data_json), signature=signature,
-                sign_count=count)
-        if not fresh:
-            return (f"{name}'s passkey counter did not grow ({count}, {key.sign_count} on record): "
-                    f"a cloned authenticator or an old assertion; refused")
-        return None
+        return await passkey_store.passkey_problem(
+            self.pool, c.passkey, c.signature, name=name, canonical=payload,
+            rp_id=self.settings.desk_rp_id, origin=self.settings.desk_origin,
+            what="run, handover and decision")
 
     async def _park_problem(self, c: DecisionCheck) -> str | None:
         """The same check for every client (CLI, Web UI, a bare Update): an invoice that is not

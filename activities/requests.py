@@ -1,11 +1,11 @@
 """The signature check of an undo or a redo, against the approvers on record in Postgres.
 
 An undo workflow started by anyone but its own night, and a redo (the nightly workflow with
-`redo_of`), ask this activity before they do anything: is the request signed by an active
-approver's key, fresh, within the signer's limit for the money it moves (the live ledger an undo
-reverses, what a redo posts again), and is its signature unspent? A refusal is kept on record
-(`refused_requests`) with who tried; the workflow then ends without writing anything.
-"""
+`redo_of`), ask this activity before they do anything: is the request signed by an active approver's
+key (or passkey: the same check as a decision's), fresh, within the signer's limit for the money it
+moves (the live ledger an undo reverses, what a redo posts again), and is its signature unspent? A
+refusal is kept on record (`refused_requests`) with who tried; the workflow then ends without writing
+anything."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from activities.step import business_step
 from recon.domain.keys import undo_workflow_id
 from recon.domain.requests import (
     UNDO,
+    WHAT,
     RequestCheck,
     RequestVerdict,
     already_used,
@@ -27,7 +28,7 @@ from recon.domain.requests import (
     spend_target,
 )
 from recon.domain.signing import verifies
-from recon.store import approvers, requests
+from recon.store import approvers, passkeys, requests
 from recon.store.generations import current_generation
 
 
@@ -51,9 +52,20 @@ class RequestActivities(Room):
     async def _verdict(self, c: RequestCheck) -> RequestVerdict:
         pool = self.pool
         person = await approvers.by_name(pool, c.by[:64]) if c.signature else None
-        verified = person is not None and verifies(person.public_key, canonical_request(
-            c.purpose, run=c.run, supplier=c.supplier_id, references=c.references,
-            reason=c.reason, by=c.by, signed_at=c.signed_at), c.signature)
+        payload = canonical_request(c.purpose, run=c.run, supplier=c.supplier_id,
+                                    references=c.references, reason=c.reason, by=c.by,
+                                    signed_at=c.signed_at)
+        if person is not None and c.passkey is not None and c.signed_at:
+            problem = await passkeys.passkey_problem(
+                pool, c.passkey, c.signature, name=person.name, canonical=payload,
+                rp_id=self.settings.desk_rp_id, origin=self.settings.desk_origin,
+                what=WHAT.get(c.purpose, c.purpose))
+            if problem:
+                return RequestVerdict(refused=problem)
+            verified = True
+        else:
+            verified = person is not None and c.passkey is None and verifies(
+                person.public_key, payload, c.signature)
         stake: dict[str, int] = {}
         if verified:
             stake = await (requests.undo_stake(pool, c.run, c.supplier_id, c.references)

@@ -1,11 +1,12 @@
-"""Verify passkey-signed decisions from their stored evidence alone (docs/desk.md).
+"""Verify passkey-signed decisions and requests from their stored evidence alone (docs/desk.md).
 
     uv run python bench/verify_desk_decision.py [--approver NAME]   # DATABASE_URL from the env
 
 For each row of `passkey_assertions` (newest first) it checks, with the `webauthn` package and
 hashlib only (recon's code only reads the rows), that the credential's public key on record signed
 `authenticatorData || SHA-256(clientDataJSON)`, that the challenge in clientDataJSON is the SHA-256
-of the stored canonical decision, and prints what was decided. Origin and RP id are taken from the
+of the stored canonical decision (or request: undo, redo, mail resend or dismiss), and prints what
+was decided or asked. Origin and RP id are taken from the
 evidence itself (clientDataJSON names the origin; the RP id hash is in authenticatorData and is
 checked against RECON_DESK_RP_ID). Exit 1 if any row fails.
 """
@@ -45,9 +46,14 @@ def verify_row(row: dict, rp_id: str) -> str:
     except WebAuthnException as exc:
         return f"DOES NOT VERIFY ({row['approver']}): {exc}"
     d = json.loads(canonical)
+    how = f"counter {verified.new_sign_count}; origin {client_data.get('origin')}"
+    if "decision" not in d:  # a signed request: undo, redo, mail resend or dismiss
+        target = d.get("run") or d.get("key")
+        scope = f" supplier {d['supplier']}" if d.get("supplier") else ""
+        return (f"verifies: {d['by']} signed {d['purpose']} of {target}{scope} at "
+                f"{d['signed_at']} ({d.get('reason') or d.get('note') or 'no note'}; {how})")
     return (f"verifies: {d['by']} decided {d['decision']} on handover #{d['handover_no']} of "
-            f"{d['run']} at {d['signed_at']} (park {d['park'] or 'nothing'}; counter "
-            f"{verified.new_sign_count}; origin {client_data.get('origin')})")
+            f"{d['run']} at {d['signed_at']} (park {d['park'] or 'nothing'}; {how})")
 
 
 async def main() -> int:

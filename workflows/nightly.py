@@ -145,7 +145,7 @@ class NightlyReconciliation:
                 REDO, run=req.redo_of, supplier_id=req.redo_supplier, references=[],
                 reason=req.redo_reason, by=req.redo_by, signed_at=req.redo_signed_at,
                 signature=req.redo_signature, heartbeat_seconds=req.heartbeat_seconds,
-                progress=self._progress)
+                progress=self._progress, passkey=req.redo_passkey)
             self._req = req = req.model_copy(update={"redo_by": approver})
         try:
             summary = await self._forward(req)

@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from recon.domain.errors import MandateRefused
     from recon.domain.keys import is_redo_of
     from recon.domain.labels import RECON_STATUS, RunStatus
-    from recon.domain.models import Progress
+    from recon.domain.models import PasskeyProof, Progress
     from recon.domain.requests import WHAT, RequestCheck
     from workflows.policies import READ_TIMEOUT, RETRY
 
@@ -63,7 +63,8 @@ def refuse(line: str, progress: Progress | None = None) -> NoReturn:
 async def checked_signer(purpose: str, *, run: str, supplier_id: str | None,
                          references: list[str], reason: str, by: str, signed_at: str,
                          signature: str, heartbeat_seconds: float,
-                         progress: Progress | None = None) -> str:
+                         progress: Progress | None = None,
+                         passkey: PasskeyProof | None = None) -> str:
     """The approver who signed this request (the name that goes on record); a refused request
     ends the workflow here (`refuse`)."""
     info = workflow.info()
@@ -71,7 +72,7 @@ async def checked_signer(purpose: str, *, run: str, supplier_id: str | None,
         check_id=str(workflow.uuid4()), purpose=purpose, target=info.workflow_id,
         execution=info.first_execution_run_id, run=run, supplier_id=supplier_id,
         references=list(references), reason=reason, by=by, signed_at=signed_at,
-        signature=signature, received_at=workflow.now().isoformat())
+        signature=signature, passkey=passkey, received_at=workflow.now().isoformat())
     try:
         verdict = await workflow.execute_activity_method(
             RequestActivities.check_signed_request, check, start_to_close_timeout=READ_TIMEOUT,

@@ -55,7 +55,7 @@ class UndoReconciliation:
                 UNDO, run=req.run_workflow_id, supplier_id=req.supplier_id,
                 references=req.references, reason=req.reason, by=req.by,
                 signed_at=req.signed_at, signature=req.signature,
-                heartbeat_seconds=req.heartbeat_seconds)
+                heartbeat_seconds=req.heartbeat_seconds, passkey=req.passkey)
             req = req.model_copy(update={"by": approver})
         workflow.upsert_search_attributes([RECON_STATUS.value_set(RunStatus.UNDOING.value)])
         counts: dict[str, Reversed] = {}

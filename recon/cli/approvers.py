@@ -1,4 +1,5 @@
-"""`recon approvers add|list|revoke`: the people whose signed decisions runs take."""
+"""`recon approvers add|list|revoke|passkey|passkeys|revoke-passkey`: the people whose signed
+decisions runs take, and their passkeys."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from recon.cli.common import console, database, user_errors
+from recon.domain.errors import Refused
 from recon.domain.money import parse_rupees, rupees
 from recon.domain.printable import printable
 
@@ -134,3 +136,55 @@ def revoke(name: Annotated[str, typer.Argument(metavar="NAME")], key: KeyOption 
     revoked = asyncio.run(go())
     console.print(printable(f"approver {name} revoked at {revoked:%Y-%m-%d %H:%M:%S %Z}"),
                   markup=False, highlight=False)
+
+
+@app.command()
+@user_errors
+def passkeys(name: Annotated[str, typer.Argument(metavar="NAME")]) -> None:
+    """NAME's passkeys (revoked ones too): credential id, when registered, what it signed."""
+    from recon.domain.passkeys import b64url
+    from recon.store.approvers import by_name
+    from recon.store.passkeys import listed
+
+    async def go():
+        async with database() as pool:
+            return await by_name(pool, name), await listed(pool, name)
+
+    person, keys = asyncio.run(go())
+    if person is None:
+        raise Refused(f"no approver {name!r} on record")
+    if not keys:
+        console.print(printable(f"{name} holds no passkey: `recon approvers passkey {name}` "
+                                f"prints a link to register one"), markup=False, highlight=False)
+        return
+    table = Table(title=printable(f"Passkeys of {name}"))
+    for column in ("credential", "registered", "counter", "signed", "last signed", "revoked"):
+        table.add_column(column, overflow="fold")
+    for k in keys:
+        table.add_row(*(Text(printable(cell)) for cell in (
+            b64url(k["credential_id"]), f"{k['created_at']:%Y-%m-%d %H:%M}", str(k["sign_count"]),
+            str(k["signed"]), f"{k['last_signed']:%Y-%m-%d %H:%M}" if k["last_signed"] else "",
+            f"{k['revoked_at']:%Y-%m-%d %H:%M}" if k["revoked_at"] else "")))
+    console.print(table)
+
+
+@app.command("revoke-passkey")
+@user_errors
+def revoke_passkey(
+    name: Annotated[str, typer.Argument(metavar="NAME")],
+    credential: Annotated[str, typer.Argument(
+        metavar="CREDENTIAL", help="Its credential id as `recon approvers passkeys NAME` shows "
+                                   "it, or a unique start of it (6 characters or more).")],
+    key: KeyOption = None,
+) -> None:
+    """Revoke one of NAME's passkeys (a lost device): it signs in and signs no more; the approver
+    and their other keys stay (an admin's act)."""
+    from recon.ops.approvers import revoke_passkey as revoke
+
+    async def go():
+        async with database() as pool:
+            return await revoke(pool, name, credential, approver_key(key))
+
+    chosen, revoked = asyncio.run(go())
+    console.print(printable(f"passkey {chosen} of {name} revoked at {revoked:%Y-%m-%d %H:%M:%S %Z}"),
+                  markup=False, highlight=False, soft_wrap=True)

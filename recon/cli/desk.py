@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 
-from recon.cli.common import console, database, temporal, user_errors
+from recon.cli.common import console, database, user_errors
 
 
 @user_errors
@@ -17,23 +18,19 @@ def desk(
     port: Annotated[int | None, typer.Option(help="Port (default RECON_DESK_PORT).")] = None,
 ) -> None:
     """Serve the finance desk: nights, handovers and passkey-signed decisions in a browser."""
-    import uvicorn
-
-    from recon.desk.app import make_app
+    from recon.desk.server import serve
     from recon.runtime.config import load_settings
 
     settings = load_settings()
-    bind, listen = host or settings.desk_host, port or settings.desk_port
+    settings = replace(settings, desk_host=host or settings.desk_host,
+                       desk_port=port or settings.desk_port)
 
     async def go() -> None:
-        async with database() as pool:
-            client = await temporal()
-            app = make_app(pool, client, settings.desk_origin, settings.desk_rp_id)
-            config = uvicorn.Config(app, host=bind, port=listen, log_level="warning",
-                                    proxy_headers=False, server_header=False)
-            console.print(f"desk on http://{bind}:{listen}, for the origin "
-                          f"{settings.desk_origin} (RP id {settings.desk_rp_id})",
-                          markup=False, highlight=False)
-            await uvicorn.Server(config).serve()
+        async with database():  # migrated, and one line when Postgres is not up
+            pass
+        console.print(f"desk on http://{settings.desk_host}:{settings.desk_port}, for the origin "
+                      f"{settings.desk_origin} (RP id {settings.desk_rp_id})",
+                      markup=False, highlight=False)
+        await serve(settings)
 
     asyncio.run(go())

@@ -38,6 +38,9 @@ def dev(
     imap: Annotated[bool, typer.Option(
         "--imap/--no-imap", help="Also serve a loopback IMAP mailbox holding the example invoices "
                                  "as mails (Dovecot, when installed).")] = True,
+    desk: Annotated[bool, typer.Option(
+        "--desk/--no-desk", help="Also serve the finance desk (RECON_DESK_PORT, another free "
+                                 "port when taken).")] = True,
 ) -> None:
     """Run the embedded stack (Temporal + Web UI, Postgres, a worker) until Ctrl-C or SIGTERM."""
     from recon.runtime.devstack import run_dev
@@ -57,6 +60,10 @@ def dev(
                     else "its mail kept from the last start")
             console.print(f"IMAP      {box.url}   password in {box.password_file}; {held}",
                           markup=False, highlight=False)
+        if stack.desk is not None:
+            console.print(f"Desk      {stack.desk_url}   the finance desk: nights, handovers, "
+                          "passkey-signed decisions (recon approvers add NAME ... --passkey)",
+                          markup=False, highlight=False)
         if stack.codec is not None:
             keys = stack.codec.service.keyring.ids
             console.print(f"Codec     {stack.codec.url()}   payloads encrypted with key {keys[0]};"
@@ -70,11 +77,12 @@ def dev(
 
             console.print(asyncio.run(ensure_demo_schedule(stack.settings())))
 
+    from recon.desk.server import serve as serve_desk
     from worker import run_worker
 
     run_dev(state_dir(), port, ui_port, None if no_worker else run_worker, announce,
             say=functools.partial(console.print, markup=False, highlight=False), encrypt=encrypt,
-            imap=imap)
+            imap=imap, desk=serve_desk if desk else None)
     console.print("stopped")
 
 

@@ -30,16 +30,18 @@ from starlette.staticfiles import StaticFiles
 from temporalio.client import Client
 
 from recon.desk import ceremonies, month, night_details, nights
+from recon.desk import requests as signed_requests
 from recon.desk.sessions import COOKIE, Session, Sessions
 from recon.desk.throttle import Throttle
 from recon.domain.decisions import MAX_NOTE, MAX_PARK, canonical_decision, signing_time
-from recon.domain.errors import DecisionRefused
+from recon.domain.errors import DecisionRefused, Refusal
 from recon.domain.models import DECISIONS, Decision
 from recon.domain.money import amount, rupees
-from recon.domain.passkeys import challenge_of
+from recon.domain.passkeys import RelyingParty, challenge_of
 from recon.domain.printable import printable
 from recon.ops.decisions import park_refs, send_decision
-from recon.store import approvers
+from recon.runtime.config import Settings, load_settings
+from recon.store import bounces, mail_deliveries, passkeys
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -67,9 +69,11 @@ def templates() -> Environment:
 class Desk:
     """The desk process's state: its clients (never reachable from a page) and sessions."""
 
-    def __init__(self, pool: asyncpg.Pool, client: Client, origin: str, rp_id: str) -> None:
+    def __init__(self, pool: asyncpg.Pool, client: Client, origin: str, rp_id: str,
+                 settings: Settings | None = None) -> None:
         self.pool, self.client = pool, client
         self.origin, self.rp_id = origin.rstrip("/"), rp_id
+        self.settings = settings or load_settings()  # a request's task queue, max age
         self.secure = self.origin.startswith("https://")
         self.sessions = Sessions()
         self.throttle = Throttle()
@@ -118,8 +122,8 @@ class Guard(BaseHTTPMiddleware):
                                                          "wait a minute"}, 429)
         if not request.url.path.startswith(OPEN):
             if session.approver is not None:
-                person = await approvers.by_name(self.desk.pool, session.approver)
-                if person is None or not person.active:
+                if session.credential is None or not await passkeys.still_signed_in(
+                        self.desk.pool, session.approver, session.credential):
                     request.state.session = self.desk.sessions.rotate(session, None)
                     session = request.state.session
             if session.approver is None:
@@ -170,11 +174,11 @@ def routes(desk: Desk) -> list:
         if challenge is None or session.purpose != "sign-in":
             return _refused("sign-in refused: ask for a new challenge (reload the page)")
         try:
-            name = await ceremonies.sign_in(desk.pool, await _json(request), challenge=challenge,
+            name, credential = await ceremonies.sign_in(desk.pool, await _json(request), challenge=challenge,
                                             rp_id=desk.rp_id, origin=desk.origin)
         except ceremonies.CeremonyRefused as exc:
             return _refused(str(exc), 403)
-        request.state.session = desk.sessions.rotate(session, name)
+        request.state.session = desk.sessions.rotate(session, name, credential)
         return JSONResponse({"ok": True, "line": f"signed in as {name}", "next": "/nights"})
 
     async def signout(request: Request) -> Response:
@@ -276,6 +280,60 @@ def routes(desk: Desk) -> list:
             return _refused("refused: not a decision the desk makes")
         return JSONResponse({"ok": True, "line": line})
 
+    async def requests_page(request: Request) -> Response:
+        """Undo the night or one supplier, redo what an undo took back, answer a refused
+        message: each form signed on submit by a fresh assertion (recon/desk/requests.py)."""
+        run = request.path_params["run"]
+        night = await nights.night(desk.pool, desk.client, run)
+        if night is None:
+            return desk.page(request, "missing.html.j2", 404, run=run)
+        return desk.page(request, "requests.html.j2", run=run, line=night["line"],
+                         **await signed_requests.facts(desk.pool, run))
+
+    async def message_page(request: Request) -> Response:
+        key = request.path_params["key"]
+        row = await mail_deliveries.get_message(desk.pool, key)
+        if row is None:
+            return desk.page(request, "missing.html.j2", 404, run=key)
+        return desk.page(request, "message.html.j2", message=row,
+                         open=await bounces.is_open(desk.pool, key))
+
+    async def request_options(request: Request) -> Response:
+        """The request as it will be signed, and the options of an assertion over its hash; asked
+        first what the CLI refuses before anyone signs."""
+        session: Session = request.state.session
+        try:
+            fields = signed_requests.fields_of(await _json(request))
+            await signed_requests.ask(desk.pool, desk.client, fields)
+            canonical = signed_requests.canonical_of(fields, session.approver or "")
+            options = await ceremonies.decision_options(desk.pool, session.approver or "",
+                                                        challenge_of(canonical), desk.rp_id)
+        except ceremonies.CeremonyRefused as exc:
+            return _refused(str(exc), 403)
+        except (Refusal, LookupError, ValueError) as exc:
+            return _refused(_refusal_line(exc))
+        return JSONResponse({"ok": True, "options": json.loads(options), "fields": fields})
+
+    async def signed_request(request: Request) -> Response:
+        """Hand the signed request to where the CLI's goes (the workflow's check, the mail
+        transaction), which takes or refuses it against Postgres; its one line is the answer."""
+        session: Session = request.state.session
+        body = await _json(request)
+        posted = body.get("fields")
+        if not isinstance(posted, dict):
+            return _refused("refused: no request")
+        try:
+            fields = signed_requests.fields_of(posted, str(posted.get("signed_at", ""))[:64])
+            proof, signature = ceremonies.proof_of(body.get("assertion") or {})
+            line = await signed_requests.act(
+                desk.pool, desk.client, desk.settings, RelyingParty(desk.rp_id, desk.origin),
+                fields, session.approver or "", base64.b64encode(signature).decode(), proof)
+        except ceremonies.CeremonyRefused as exc:
+            return _refused(_refusal_line(exc), 409)
+        except (Refusal, LookupError, ValueError) as exc:
+            return _refused(_refusal_line(exc), 409)
+        return JSONResponse({"ok": True, "line": printable(line)})
+
     return [
         Route("/", home), Route("/signin", signin_page),
         Route("/signin/options", signin_options, methods=["POST"]),
@@ -290,6 +348,10 @@ def routes(desk: Desk) -> list:
         Route("/decide/options", decide_options, methods=["POST"]),
         Route("/decide", decide, methods=["POST"]),
         *month.routes(desk),
+        Route("/night/{run}/requests", requests_page),
+        Route("/message/{key:path}", message_page),
+        Route("/request/options", request_options, methods=["POST"]),
+        Route("/request", signed_request, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
 
@@ -316,8 +378,15 @@ async def _decision_fields(desk: Desk, body: dict) -> dict:
             "park": park, "signed_at": signing_time(datetime.now(UTC))}
 
 
-def make_app(pool: asyncpg.Pool, client: Client, origin: str, rp_id: str) -> Starlette:
-    desk = Desk(pool, client, origin, rp_id)
+def _refusal_line(exc: Exception) -> str:
+    """A refusal as the page's one line, starting "refused:"."""
+    line = " ".join(printable(str(exc)).split())
+    return line if line.startswith("refused") else f"refused: {line}"
+
+
+def make_app(pool: asyncpg.Pool, client: Client, origin: str, rp_id: str,
+             settings: Settings | None = None) -> Starlette:
+    desk = Desk(pool, client, origin, rp_id, settings)
     app = Starlette(routes=routes(desk), middleware=[Middleware(Guard, desk=desk)])
     app.state.desk = desk  # for tests and benches that sign a session in without a browser
     return app

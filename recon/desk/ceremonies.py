@@ -97,8 +97,9 @@ def proof_of(assertion: dict) -> tuple[PasskeyProof, bytes]:
 
 
 async def sign_in(pool: asyncpg.Pool, assertion: dict, *, challenge: bytes, rp_id: str,
-                  origin: str) -> str:
-    """The active approver whose passkey answered the challenge; the counter must grow."""
+                  origin: str) -> tuple[str, bytes]:
+    """The active approver whose passkey (not revoked) answered the challenge, and that
+    passkey's credential id; the counter must grow."""
     proof, signature = proof_of(assertion)
     try:
         credential_id = unb64url(proof.credential_id)
@@ -116,13 +117,13 @@ async def sign_in(pool: asyncpg.Pool, assertion: dict, *, challenge: bytes, rp_i
     if not await store.advance_counter(pool, credential_id, count):
         raise CeremonyRefused("sign-in refused: this passkey's counter did not grow (a cloned "
                               "authenticator?)")
-    return person.name
+    return person.name, credential_id
 
 
 async def decision_options(pool: asyncpg.Pool, approver: str, challenge: bytes,
                            rp_id: str) -> str:
-    """Options for a decision's assertion: the challenge is the canonical decision's hash, and
-    only the signed-in approver's passkeys may answer."""
+    """Options for a decision's or a signed request's assertion: the challenge is the hash of
+    its canonical form, and only the signed-in approver's passkeys may answer."""
     keys = await store.of_approver(pool, approver)
     if not keys:
         raise CeremonyRefused(f"{approver} holds no passkey on record")

@@ -20,6 +20,7 @@ class Session:
     id: str
     csrf: str
     approver: str | None = None
+    credential: bytes | None = None  # the passkey it signed in with: revoking it ends the session
     challenge: bytes | None = None  # what the next sign-in or enrollment must answer
     purpose: str = ""  # "sign-in" or "enroll"
     enroll_token: bytes | None = None  # the SHA-256 of the enrollment token being answered
@@ -47,12 +48,13 @@ class Sessions:
         self._by_id[s.id] = s
         return s
 
-    def rotate(self, old: Session, approver: str | None) -> Session:
+    def rotate(self, old: Session, approver: str | None,
+               credential: bytes | None = None) -> Session:
         """A new id (and CSRF token) on signing in or out: an id seen before sign-in never
         carries a signed-in session (session fixation)."""
         self._by_id.pop(old.id, None)
         s = self.new()
-        s.approver = approver
+        s.approver, s.credential = approver, credential
         return s
 
     def drop_approver(self, approver: str) -> None:

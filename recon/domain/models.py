@@ -9,6 +9,18 @@ from recon.domain.labels import RunStatus
 from recon.domain.settings_table import MODEL_MODES, default_of, run_input
 
 
+class PasskeyProof(BaseModel):
+    """A WebAuthn assertion over a decision or a signed request (docs/desk.md), besides its
+    signature (which travels in `Decision.signature` or the request's `signature`, standard
+    base64): the credential that signed, and the bytes the authenticator signed over, base64url
+    as the browser gives them. The challenge inside `client_data_json` is the SHA-256 of the
+    decision's or request's canonical form (the bytes the CLI signs with Ed25519)."""
+
+    credential_id: str
+    authenticator_data: str
+    client_data_json: str
+
+
 class RunRequest(BaseModel):
     """Everything the run needs to decide, fixed at start so replay sees the same values."""
 
@@ -41,6 +53,8 @@ class RunRequest(BaseModel):
     # workflow before it posts anything; `redo_by` is then the key's owner.
     redo_signed_at: str = ""
     redo_signature: str = ""
+    # signed by a passkey on the desk instead of an Ed25519 key: the rest of the assertion
+    redo_passkey: PasskeyProof | None = None
 
 
 class StepInput(BaseModel):
@@ -173,17 +187,6 @@ class HandoverNote(BaseModel):
     note: str
 
 
-class PasskeyProof(BaseModel):
-    """A WebAuthn assertion over a decision (docs/desk.md), besides its signature (which travels
-    in `Decision.signature`, standard base64): the credential that signed, and the bytes the
-    authenticator signed over, base64url as the browser gives them. The challenge inside
-    `client_data_json` is the SHA-256 of the decision's canonical form."""
-
-    credential_id: str
-    authenticator_data: str
-    client_data_json: str
-
-
 class Decision(BaseModel):
     """A person's answer. It names the handover it answers; any other number is refused."""
 
@@ -260,6 +263,7 @@ class UndoRequest(BaseModel):
     # recon/store/mandates.py).
     signed_at: str = ""
     signature: str = ""
+    passkey: PasskeyProof | None = None  # signed on the desk: the rest of the assertion
 
     @property
     def scope(self) -> str:

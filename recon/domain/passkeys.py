@@ -12,12 +12,21 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from dataclasses import dataclass
 
 from webauthn import verify_authentication_response
 from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 from webauthn.helpers.exceptions import WebAuthnException
 
 from recon.domain.models import PasskeyProof
+
+
+@dataclass(frozen=True)
+class RelyingParty:
+    """Where an assertion must have been made: the desk's RP id and origin (the settings)."""
+
+    rp_id: str
+    origin: str
 
 
 class PasskeyRefused(ValueError):

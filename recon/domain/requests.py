@@ -1,14 +1,14 @@
 """Signed requests: undo, redo and the answers to a refused mail move money too, so they are signed
 like decisions (docs/design.md §3, "Signed requests"), and no signature is spent twice.
 
-A decision answers a handover a run is waiting on; a request starts something (an undo, a redo)
-or closes a delivery handover (resend, dismiss). Each purpose has its own canonical JSON, signed
-with the approver's Ed25519 key; the check of either kind answers the same few questions, here as
-pure functions over facts the caller read from Postgres: who signed, is the key active, is the
-signature fresh, is the money at stake within the signer's limit, and was this very signature
-used before for something else. Imported by workflow code (the models), the activity that
-checks an undo or a redo, and the mail commands.
-"""
+A decision answers a handover a run is waiting on; a request starts something (an undo, a redo) or
+closes a delivery handover (resend, dismiss). Each purpose has its own canonical JSON, signed with
+the approver's Ed25519 key or, on the desk, by a passkey whose challenge is the SHA-256 of the same
+bytes (recon.store.passkeys.passkey_problem, shared with decisions); the check of either kind answers
+the same few questions, here as pure functions over facts the caller read from Postgres: who signed,
+is the key active, is the signature fresh, is the money at stake within the signer's limit, and was
+this very signature used before for something else. Imported by workflow code (the models), the
+activity that checks an undo or a redo, and the mail commands."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from recon.domain.decisions import over_limit, staleness
+from recon.domain.models import PasskeyProof
 from recon.domain.money import BASE_CURRENCY, amounts, rupees
 
 UNDO = "recon-undo/1"
@@ -69,6 +70,7 @@ class SignedRequest(BaseModel):
     by: str
     signed_at: str
     signature: str
+    passkey: PasskeyProof | None = None  # signed by a passkey on the desk, not an Ed25519 key
 
 
 class RequestCheck(BaseModel):
@@ -85,6 +87,7 @@ class RequestCheck(BaseModel):
     by: str = ""
     signed_at: str = ""
     signature: str = ""
+    passkey: PasskeyProof | None = None  # a passkey's assertion instead of an Ed25519 signature
     received_at: str  # workflow.now() when the workflow began: staleness is judged against it
 
 

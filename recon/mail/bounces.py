@@ -3,13 +3,13 @@
 `recon mail resend KEY [--to ADDRESS]` puts the refused message back in the queue (to a corrected
 address if given; the Message-ID stays, it is the same claim); `recon mail dismiss` closes the
 handover without sending. Both are signed requests (purposes recon-mail-resend/1 and
-recon-mail-dismiss/1, docs/design.md §3 "Signed requests"): the signature is checked against the
-approvers on record in the same transaction that acts on it, with the message locked, and the
-handover row names the key's owner. A refused request changes nothing but `refused_requests`,
-where it is kept with who tried. One use per signature: a signed resend answers one refusal of
-one message (the message's `failed_at`), never a later one.
-Listing them is `recon.store.bounces.open_handovers` / `handovers_of`.
-"""
+recon-mail-dismiss/1, docs/design.md §3 "Signed requests"): the signature is checked against the approvers on
+record in the same transaction that acts on it, with the message locked, and the handover row names
+the key's owner. On the desk the same answers are signed by a passkey (`SignedRequest.passkey`),
+checked by the one passkey check decisions use, in this transaction. A refused request changes
+nothing but `refused_requests`, where it is kept with who tried. One use per signature: a signed
+resend answers one refusal of one message (the message's `failed_at`), never a later one. Listing
+them is `recon.store.bounces.open_handovers` / `handovers_of`."""
 
 from __future__ import annotations
 
@@ -19,9 +19,12 @@ from datetime import timedelta
 import asyncpg
 
 from recon.domain.errors import NotRefused, Refused
+from recon.domain.passkeys import RelyingParty
 from recon.domain.requests import (
     MAIL_DISMISS,
     MAIL_RESEND,
+    WHAT,
+    RequestVerdict,
     SignedRequest,
     already_used,
     canonical_mail,
@@ -29,21 +32,32 @@ from recon.domain.requests import (
     signature_digest,
 )
 from recon.domain.signing import verifies
-from recon.store import approvers, bounces, mail_deliveries, requests
+from recon.store import approvers, bounces, mail_deliveries, passkeys, requests
 
 
 async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asyncpg.Record,
                    signed: SignedRequest, to: str | None, note: str, stake: dict[str, int],
-                   max_age: timedelta) -> str | None:
+                   max_age: timedelta, party: RelyingParty | None) -> str | None:
     """Why this signed answer cannot be taken (recorded), or None: then its signature is spent."""
     received = await requests.clock(conn)
     person = await approvers.by_name(conn, signed.by[:64]) if signed.signature else None
-    verified = person is not None and verifies(person.public_key, canonical_mail(
-        purpose, key=key, to=to, note=note, by=signed.by, signed_at=signed.signed_at),
-        signed.signature)
-    verdict = judge(purpose, by=signed.by, signer=person, verified=verified,
-                    signed_at=signed.signed_at, signature=signed.signature, received_at=received,
-                    max_age=max_age, stake=stake if verified else {})
+    payload = canonical_mail(purpose, key=key, to=to, note=note, by=signed.by,
+                             signed_at=signed.signed_at)
+    if person is not None and signed.passkey is not None and signed.signed_at:
+        problem = "a passkey's signature is checked against the desk's origin: none was given"
+        if party is not None:
+            problem = await passkeys.passkey_problem(
+                conn, signed.passkey, signed.signature, name=person.name, canonical=payload,
+                rp_id=party.rp_id, origin=party.origin, what=WHAT[purpose])
+        verdict = RequestVerdict(refused=problem) if problem else judge(
+            purpose, by=signed.by, signer=person, verified=True, signed_at=signed.signed_at,
+            signature=signed.signature, received_at=received, max_age=max_age, stake=stake)
+    else:
+        verified = person is not None and signed.passkey is None and verifies(
+            person.public_key, payload, signed.signature)
+        verdict = judge(purpose, by=signed.by, signer=person, verified=verified,
+                        signed_at=signed.signed_at, signature=signed.signature,
+                        received_at=received, max_age=max_age, stake=stake if verified else {})
     refused = verdict.refused
     if not refused:
         digest = signature_digest(signed.signature)
@@ -63,7 +77,7 @@ async def _refusal(conn: asyncpg.Connection, purpose: str, *, key: str, row: asy
 
 
 async def resend(pool: asyncpg.Pool, key: str, signed: SignedRequest, to: str | None, note: str,
-                 max_age: timedelta) -> str:
+                 max_age: timedelta, party: RelyingParty | None = None) -> str:
     if to is not None and "@" not in to:
         raise ValueError(f"--to must be an email address, got {to!r}")
     async with pool.acquire() as conn, conn.transaction():
@@ -75,7 +89,7 @@ async def resend(pool: asyncpg.Pool, key: str, signed: SignedRequest, to: str | 
             raise NotRefused(f"message {key} was not refused ({state}): nothing to resend")
         refused = await _refusal(conn, MAIL_RESEND, key=key, row=row, signed=signed, to=to,
                                  note=note, stake={row["currency"]: abs(row["amount_paise"] or 0)},
-                                 max_age=max_age)
+                                 max_age=max_age, party=party)
         if refused is None:
             await mail_deliveries.queue_again(conn, key, to)
             await bounces.decide(conn, key, "resend", signed.by,
@@ -87,7 +101,7 @@ async def resend(pool: asyncpg.Pool, key: str, signed: SignedRequest, to: str | 
 
 
 async def dismiss(pool: asyncpg.Pool, key: str, signed: SignedRequest, note: str,
-                  max_age: timedelta) -> str:
+                  max_age: timedelta, party: RelyingParty | None = None) -> str:
     if not note.strip():
         raise ValueError("say why (--note WHY)")
     async with pool.acquire() as conn, conn.transaction():
@@ -95,7 +109,7 @@ async def dismiss(pool: asyncpg.Pool, key: str, signed: SignedRequest, note: str
         if row is None or not await bounces.is_open(conn, key):
             raise LookupError(f"no open delivery handover for {key!r} (see `recon handovers`)")
         refused = await _refusal(conn, MAIL_DISMISS, key=key, row=row, signed=signed, to=None,
-                                 note=note, stake={}, max_age=max_age)
+                                 note=note, stake={}, max_age=max_age, party=party)
         if refused is None:
             await bounces.dismiss(conn, key, signed.by, note)
     if refused is not None:

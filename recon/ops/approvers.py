@@ -178,6 +178,32 @@ async def passkey_link(pool: asyncpg.Pool, name: str, admin_key: Ed25519PrivateK
     return await enrollment_link(pool, name, origin)
 
 
+async def revoke_passkey(pool: asyncpg.Pool, name: str, credential: str,
+                         admin_key: Ed25519PrivateKey | None) -> tuple[str, datetime]:
+    """Revoke one of `name`'s passkeys, named by its credential id (base64url, as `recon
+    approvers passkeys NAME` shows it) or a unique start of it: an admin's act. The approver
+    and their other keys stay; a desk session signed in with it ends at its next page."""
+    from recon.domain.passkeys import b64url
+    from recon.store import passkeys
+
+    if len(credential) < 6:
+        raise Refused("name the passkey by its credential id, or at least its first 6 characters")
+    if await store.by_name(pool, name) is None:
+        raise Refused(f"no approver {name!r} on record")
+    ids = {b64url(k["credential_id"]): k["credential_id"] for k in await passkeys.listed(pool, name)}
+    matching = [i for i in ids if i.startswith(credential)]
+    if not matching:
+        raise Refused(f"{name} holds no passkey {credential!r} (recon approvers passkeys {name})")
+    if len(matching) > 1:
+        raise Refused(f"{credential!r} starts {len(matching)} of {name}'s passkeys: give more of it")
+    await _admin(pool, admin_key, f"revoking a passkey of {name}")
+    chosen = matching[0]
+    revoked = await passkeys.revoke(pool, ids[chosen])
+    if revoked is None:
+        raise Refused(f"{name}'s passkey {chosen} was already revoked")
+    return chosen, revoked
+
+
 async def revoke_approver(pool: asyncpg.Pool, name: str,
                           admin_key: Ed25519PrivateKey | None) -> datetime:
     person = await store.by_name(pool, name)

@@ -78,6 +78,7 @@ async def start_redo(
     request = run_request(settings, *night).model_copy(update={
         "redo_of": run, "redo_supplier": supplier, "redo_reason": reason, "redo_by": signed.by,
         "redo_signed_at": signed.signed_at, "redo_signature": signed.signature,
+        "redo_passkey": signed.passkey,
     })
     handle = await client.start_workflow(
         NightlyReconciliation.run, request,

@@ -121,7 +121,8 @@ async def start_undo(
     await _checked_plan(client, pool, run, supplier, references)
     request = UndoRequest(run_workflow_id=run, supplier_id=supplier, references=references,
                           reason=reason, by=signed.by, signed_at=signed.signed_at,
-                          signature=signed.signature, heartbeat_seconds=settings.heartbeat_seconds)
+                          signature=signed.signature, passkey=signed.passkey,
+                          heartbeat_seconds=settings.heartbeat_seconds)
     undo_id = request.workflow_id()
     try:
         handle = await client.start_workflow(

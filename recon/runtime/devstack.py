@@ -3,9 +3,10 @@
 Temporal dev server (Web UI), embedded Postgres (data under `.recon/`), the schema, a loopback
 mail server keeping every message in `.recon/mail/` (Maildir), a loopback IMAP mailbox holding the
 example invoices (recon/runtime/dev_mailbox.py; Dovecot, when installed), a worker (which also
-delivers the outbox), and `.recon/env` so every other command finds them. It watches its servers: one that
-dies is started again on the same data and ports, with one line saying so. A previous
-`recon dev` that was killed leaves servers behind; starting again stops those first.
+delivers the outbox), the finance desk (recon/desk), and `.recon/env` so every other command
+finds them. It watches its servers: one that dies is started again on the same data and ports,
+with one line saying so. A previous `recon dev` that was killed leaves servers behind; starting
+again stops those first.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import os
 import secrets
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,6 +41,8 @@ KEY_FILE_NAME = "payload-keys"
 
 # The worker's entry point: `worker.run_worker(settings, stop=event)`.
 RunWorker = Callable[..., Awaitable[None]]
+# The desk's: `recon.desk.server.serve(settings, sock, stop)`, handed in by the CLI like the worker.
+ServeDesk = Callable[[Settings, socket.socket, asyncio.Event], Awaitable[None]]
 
 
 @dataclass
@@ -48,14 +52,25 @@ class RunningStack:
     mail: MailSink | None = None  # the loopback mail server, when this process runs one
     imap: DevMailbox | None = None  # the loopback IMAP mailbox with the example mails
     codec: CodecServerThread | None = None  # the Web UI's codec server, with a keyring
+    desk: socket.socket | None = None  # the finance desk's listening socket (recon/desk)
+    serve_desk: ServeDesk | None = None
+    desk_origin: str = ""  # where people open it: what passkeys are bound to
+
+    @property
+    def desk_url(self) -> str:
+        return self.desk_origin
 
     @property
     def ui_url(self) -> str:
         return f"http://localhost:{self.temporal.ui_port}"
 
     def settings(self, base: Settings | None = None) -> Settings:
-        return replace(base or load_settings(), temporal_address=self.temporal.address,
-                       database_url=self.postgres.url)
+        settings = replace(base or load_settings(), temporal_address=self.temporal.address,
+                           database_url=self.postgres.url)
+        if self.desk is not None:  # the worker checks passkeys against the desk's origin
+            settings = replace(settings, desk_origin=self.desk_origin,
+                               desk_port=self.desk.getsockname()[1])
+        return settings
 
 
 @contextlib.contextmanager
@@ -139,10 +154,46 @@ def loopback_mail(maildir: Path) -> Iterator[MailSink | None]:
         sink.stop()
 
 
+def _listening(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+@contextlib.contextmanager
+def desk_socket(desk: bool) -> Iterator[tuple[socket.socket | None, str]]:
+    """The desk's socket on RECON_DESK_HOST:RECON_DESK_PORT (another free port when that one is
+    taken) and its origin: RECON_DESK_ORIGIN when set, else http://localhost:PORT (passkeys are
+    bound to it, and the worker checks them against it). Bound before anything is announced, so
+    the URL printed is the one that answers."""
+    if not desk:
+        yield None, ""
+        return
+    settings = load_settings()
+    try:
+        sock = _listening(settings.desk_host, settings.desk_port)
+    except OSError:
+        sock = _listening(settings.desk_host, 0)
+    origin = os.environ.get("RECON_DESK_ORIGIN") or f"http://localhost:{sock.getsockname()[1]}"
+    try:
+        yield sock, origin
+    finally:
+        sock.close()
+
+
 def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, announce,
-            say: Callable[[str], None] = print, encrypt: bool = False, imap: bool = True) -> None:
+            say: Callable[[str], None] = print, encrypt: bool = False, imap: bool = True,
+            desk: ServeDesk | None = None) -> None:
     """Blocks until Ctrl-C or SIGTERM, then stops everything it started. `worker` is the worker's
-    entry point (`worker.run_worker`), handed in by the CLI: the runtime never imports the worker."""
+    entry point (`worker.run_worker`) and `desk` the desk's (`recon.desk.server.serve`), handed in
+    by the CLI: the runtime never imports the worker or the desk."""
     # The outside ledger `recon ledger init --start` wrote there stays (docs/ledger.md).
     env: dict[str, str] = {k: v for k, v in read_env_file(state / ENV_FILE_NAME).items()
                            if k.startswith("RECON_LEDGER")}
@@ -152,8 +203,10 @@ def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, anno
         # This process's worker and every command after it (through .recon/env) use the key.
         env["RECON_PAYLOAD_KEYS_FILE"] = os.environ["RECON_PAYLOAD_KEYS_FILE"] = str(key_file)
     with embedded_stack(state, port, ui_port, persistent=True) as stack, \
-            loopback_mail(state / "mail") as mail, loopback_imap(state, say, imap) as mailbox:
+            loopback_mail(state / "mail") as mail, loopback_imap(state, say, imap) as mailbox, \
+            desk_socket(desk is not None) as (desk_sock, desk_origin):
         stack.mail, stack.imap = mail, mailbox
+        stack.desk, stack.desk_origin, stack.serve_desk = desk_sock, desk_origin, desk
         asyncio.run(prepare_database(stack.postgres.url))
         env.update({
             "TEMPORAL_ADDRESS": stack.temporal.address,
@@ -162,6 +215,8 @@ def run_dev(state: Path, port: int, ui_port: int, worker: RunWorker | None, anno
         })
         if mail is not None:
             env["SMTP_URL"] = mail.url
+        if desk_sock is not None:
+            env["RECON_DESK_ORIGIN"] = desk_origin
         if stack.codec is not None:
             env["RECON_CODEC_TOKEN"] = stack.codec.service.token
             env["RECON_CODEC_URL"] = stack.codec.url()
@@ -179,6 +234,8 @@ async def _serve(stack: RunningStack, worker: RunWorker | None, say: Callable[[s
     tasks = [asyncio.ensure_future(supervise(stack, stop, say))]
     if worker is not None:
         tasks.append(asyncio.ensure_future(_keep_worker(worker, stack.settings(), stop, say)))
+    if stack.desk is not None and stack.serve_desk is not None:
+        tasks.append(asyncio.ensure_future(_keep_desk(stack, stop, say)))
     await stop.wait()
     await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -219,3 +276,18 @@ async def _keep_worker(run_worker: RunWorker, settings: Settings, stop: asyncio.
                 "starting it again")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1.0)
+
+
+async def _keep_desk(stack: RunningStack, stop: asyncio.Event, say: Callable[[str], None]) -> None:
+    """The dev stack's desk, on the socket announced; started again when it stops on its own."""
+    while not stop.is_set():
+        try:
+            assert stack.serve_desk is not None and stack.desk is not None
+            await stack.serve_desk(stack.settings(), stack.desk, stop)
+        except Exception as exc:  # noqa: BLE001 - any reason: say it and start again
+            if stop.is_set():
+                return
+            say(f"desk stopped: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
+                "starting it again")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)

@@ -2,17 +2,31 @@
 passkey-signed decisions (migration 096, docs/desk.md).
 
 The sign counter moves only here, in one statement that compares and sets it, so two checks of
-two assertions of one authenticator can never both pass with the same counter.
+two assertions of one authenticator can never both pass with the same counter. `passkey_problem`
+is the one check of a passkey's signature (read the key, verify with the `webauthn` package, take
+the counter and keep the evidence): decisions, undo, redo and the mail answers all ask it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
 
+from recon.domain.models import PasskeyProof
+from recon.domain.passkeys import (
+    PasskeyRefused,
+    challenge_of,
+    signature_bytes,
+    unb64url,
+    verify_assertion,
+)
+
 Db = asyncpg.Connection | asyncpg.Pool
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -136,3 +150,74 @@ async def counts(conn: Db) -> dict[str, int]:
     rows = await conn.fetch("SELECT approver, count(*) AS n FROM approver_passkeys"
                             " WHERE revoked_at IS NULL GROUP BY approver")
     return {r["approver"]: r["n"] for r in rows}
+
+
+async def listed(conn: Db, approver: str) -> list[asyncpg.Record]:
+    """Every passkey of `approver`, revoked ones too, with the decisions and requests it signed
+    (`recon approvers passkeys NAME`)."""
+    return await conn.fetch(
+        "SELECT k.credential_id, k.sign_count, k.transports, k.created_at, k.revoked_at,"
+        " count(p.signature_sha256) AS signed, max(p.verified_at) AS last_signed"
+        " FROM approver_passkeys k LEFT JOIN passkey_assertions p USING (credential_id)"
+        " WHERE k.approver = $1 GROUP BY k.credential_id ORDER BY k.created_at", approver)
+
+
+async def revoke(conn: Db, credential_id: bytes) -> datetime | None:
+    """Revoke one passkey: it signs in and signs no more. None when it was already revoked."""
+    return await conn.fetchval(
+        "UPDATE approver_passkeys SET revoked_at = now() WHERE credential_id = $1"
+        " AND revoked_at IS NULL RETURNING revoked_at", credential_id)
+
+
+async def still_signed_in(conn: Db, approver: str, credential_id: bytes) -> bool:
+    """Is the passkey a desk session signed in with still good: not revoked, its approver
+    active? (asked on every page: revoking either ends the session)"""
+    return await conn.fetchval(
+        "SELECT true FROM approver_passkeys k JOIN approvers a ON a.name = k.approver"
+        " WHERE k.credential_id = $1 AND k.approver = $2 AND k.revoked_at IS NULL AND a.active",
+        credential_id, approver) is True
+
+
+async def passkey_problem(db: Db, proof: PasskeyProof,
+                          signature: str, *, name: str, canonical: bytes, rp_id: str, origin: str,
+                          what: str) -> str | None:
+    """Why a passkey's assertion does not sign `canonical` for `name`, or None: it is by a
+    passkey of `name` on record (not revoked), over the SHA-256 of `canonical` (a decision's or a
+    request's canonical form, the bytes the CLI signs with Ed25519), for the desk's origin and
+    relying party, the person verified; and its sign counter grew (a cloned authenticator's does
+    not). Its evidence is kept, so anyone can verify it again later with the `webauthn` package
+    alone. The one check of every passkey signature: decisions, undo, redo, mail resend and
+    dismiss. `db` a connection: in the caller's transaction (the mail answers lock the message);
+    a pool: in a transaction of its own. `what` names what was signed, for the refusal."""
+    forged = (f"forged or altered: the passkey assertion does not verify against {name}'s "
+              f"passkey for this {what}")
+    try:
+        credential_id = unb64url(proof.credential_id)
+        raw = signature_bytes(signature)
+    except PasskeyRefused:
+        return forged
+    key = await by_credential(db, credential_id)
+    if key is None or key.approver != name:
+        return f"the passkey that signed is not one of {name}'s on record"
+    if key.revoked_at is not None:
+        return f"{name}'s passkey was revoked at {key.revoked_at:%Y-%m-%d %H:%M:%S %Z}"
+    try:
+        count = verify_assertion(proof, raw, challenge=challenge_of(canonical),
+                                 public_key=key.public_key, rp_id=rp_id, origin=origin)
+    except PasskeyRefused as exc:
+        log.warning("passkey assertion by %s refused: %s", name, exc)
+        return forged
+    evidence = {"signature_sha256": hashlib.sha256(raw).digest(), "credential_id": credential_id,
+                "approver": name, "canonical": canonical,
+                "authenticator_data": unb64url(proof.authenticator_data),
+                "client_data_json": unb64url(proof.client_data_json), "signature": raw,
+                "sign_count": count}
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn, conn.transaction():
+            fresh = await record_assertion(conn, **evidence)
+    else:
+        fresh = await record_assertion(db, **evidence)
+    if not fresh:
+        return (f"{name}'s passkey counter did not grow ({count}, {key.sign_count} on record): "
+                f"a cloned authenticator or an old assertion; refused")
+    return None

@@ -180,3 +180,21 @@ async def reversal_keys(conn: asyncpg.Pool | asyncpg.Connection, scope: Scope) -
         " AND ($3::text[] IS NULL OR o.reference = ANY($3)) ORDER BY r.reference",
         *scope.params())
     return [r["reference"] for r in rows]
+
+
+async def suppliers_of_night(conn: asyncpg.Pool | asyncpg.Connection, run: str) -> list[asyncpg.Record]:
+    """Each supplier the night flagged or compared, with its forward ledger entries still live
+    and those undone (reversed): what the desk offers to undo or redo per supplier."""
+    return await conn.fetch(
+        "SELECT s.supplier_id, coalesce(sp.name, s.supplier_id) AS name,"
+        " (SELECT count(*) FROM ledger_entries l WHERE l.workflow_id = $1"
+        "    AND l.supplier_id = s.supplier_id AND l.reverses IS NULL AND l.kind <> 'reversal'"
+        "    AND NOT EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference))"
+        "   AS live,"
+        " (SELECT count(*) FROM ledger_entries l WHERE l.workflow_id = $1"
+        "    AND l.supplier_id = s.supplier_id AND l.reverses IS NULL AND l.kind <> 'reversal'"
+        "    AND EXISTS (SELECT 1 FROM ledger_entries r WHERE r.reverses = l.reference))"
+        "   AS undone"
+        " FROM (SELECT supplier_id FROM mismatches WHERE workflow_id = $1"
+        "       UNION SELECT supplier_id FROM comparisons WHERE workflow_id = $1) s"
+        " LEFT JOIN suppliers sp ON sp.supplier_id = s.supplier_id ORDER BY s.supplier_id", run)

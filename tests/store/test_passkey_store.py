@@ -9,10 +9,15 @@ import hashlib
 import uuid
 
 import asyncpg
+import pytest
 
+from recon.domain.errors import Refused
+from recon.domain.passkeys import b64url
+from recon.ops.approvers import load_key, revoke_passkey
 from recon.ops.passkeys import enrollment_link, token_digest
 from recon.store import approvers
 from recon.store import passkeys as store
+from tests.approvers import TEST_APPROVERS, key_path
 
 
 async def _approver(pool: asyncpg.Pool) -> str:
@@ -69,3 +74,34 @@ async def test_the_counter_only_grows_and_a_retried_check_passes_again(pool: asy
     assert (await store.by_credential(pool, credential)).sign_count == 7
     assert await pool.fetchval("SELECT count(*) FROM passkey_assertions WHERE approver = $1",
                                name) == 2
+
+
+async def test_one_passkey_revoked_ends_its_sessions_and_the_others_stay(pool: asyncpg.Pool,
+                                                                          database) -> None:
+    """`recon approvers revoke-passkey` (recon.ops.approvers.revoke_passkey): an admin's act, one
+    passkey named by its credential id or a unique start of it."""
+    name = await _approver(pool)
+    credentials = [uuid.uuid4().bytes for _ in range(2)]
+    for credential in credentials:
+        link = await enrollment_link(pool, name, "http://localhost:8237")
+        await store.enroll(pool, token_digest(link.partition("#")[2]), credential, b"cose", 0, [])
+    first = b64url(credentials[0])
+    admin = load_key(key_path(database.state, TEST_APPROVERS[0]))
+    with pytest.raises(Refused, match="first 6 characters"):
+        await revoke_passkey(pool, name, first[:3], admin)
+    with pytest.raises(Refused, match="holds no passkey"):
+        await revoke_passkey(pool, name, "~not-an-id", admin)
+    with pytest.raises(Refused, match="admin's key"):
+        await revoke_passkey(pool, name, first, None)
+    assert [await store.still_signed_in(pool, name, c) for c in credentials] == [True, True]
+    chosen, _ = await revoke_passkey(pool, name, first[:8], admin)
+    assert chosen == first
+    assert not await store.still_signed_in(pool, name, credentials[0])
+    assert await store.still_signed_in(pool, name, credentials[1])
+    assert not await store.still_signed_in(pool, "someone-else", credentials[1])
+    listed = {r["credential_id"]: r["revoked_at"] is not None for r in await store.listed(pool, name)}
+    assert listed == {credentials[0]: True, credentials[1]: False}
+    with pytest.raises(Refused, match="already revoked"):
+        await revoke_passkey(pool, name, first, admin)
+    await approvers.revoke(pool, name)  # the approver revoked: every session of theirs ends
+    assert not await store.still_signed_in(pool, name, credentials[1])

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,12 @@ def test_recon_dev_serves_the_commands_and_stops_cleanly(place: Path) -> None:
     try:
         env_file = read_env_file(home / "env")
         assert env_file["TEMPORAL_ADDRESS"] == f"localhost:{port}"
+        # the finance desk, its URL printed with the others, is the origin written for commands
+        printed = max(home.glob("dev-*.log")).read_text()
+        desk = re.search(r"^Desk +(http://localhost:\d+) ", printed, re.MULTILINE)
+        assert desk and env_file["RECON_DESK_ORIGIN"] == desk.group(1), printed
+        with urllib.request.urlopen(f"{desk.group(1)}/signin", timeout=30) as page:
+            assert page.status == 200 and b"Sign in" in page.read()
         temporal_pid = int((home / "temporal.pid").read_text())
         postgres_pid = _postgres_pid(home)
 

@@ -71,12 +71,13 @@ async def _listening(port: int, process: subprocess.Popen, log: Path) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _desk(stack: Stack, port: int, origin: str, tmp: Path) -> AsyncIterator[None]:
+async def _desk(stack: Stack, port: int, origin: str, tmp: Path,
+                **env: str) -> AsyncIterator[None]:
     log = tmp / "desk.log"
     with log.open("w") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "recon.cli", "desk", "--port", str(port)], cwd=ROOT,
-            env=stack.env(RECON_DESK_ORIGIN=origin, RECON_DESK_RP_ID="localhost"),
+            env=stack.env(RECON_DESK_ORIGIN=origin, RECON_DESK_RP_ID="localhost", **env),
             stdout=out, stderr=subprocess.STDOUT)
     try:
         await _listening(port, process, log)

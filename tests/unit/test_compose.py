@@ -108,3 +108,13 @@ def test_nothing_is_published_beyond_loopback(model: dict) -> None:
                  for port in service.get("ports", [])}
     assert {"7233", "8080", "8025", "1025", "9464", "9090"} <= {p for _, p in published}
     assert {key: ip for key, ip in published.items() if ip != "127.0.0.1"} == {}
+
+
+def test_the_desk_is_served_on_this_host_with_the_workers_origin(model: dict) -> None:
+    """The desk (docs/desk.md): published on loopback for a TLS proxy, and its origin and RP id
+    the worker's, which verifies what its passkeys sign."""
+    desk, worker = model["services"]["recon-desk"], model["services"]["recon-worker"]
+    assert desk["command"][:2] == ["recon", "desk"]
+    assert [(p["host_ip"], p["published"]) for p in desk["ports"]] == [("127.0.0.1", "8237")]
+    for name in ("RECON_DESK_ORIGIN", "RECON_DESK_RP_ID"):
+        assert desk["environment"][name] == worker["environment"][name], name

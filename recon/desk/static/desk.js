@@ -1,4 +1,4 @@
-// The desk's only script: the WebAuthn calls (enroll, sign in, sign a decision) and the POSTs
+// The desk's only script: the WebAuthn calls (enroll, sign in, sign a decision or a request) and the POSTs
 // that carry the session's CSRF token. Everything it shows goes through textContent.
 "use strict";
 
@@ -110,6 +110,22 @@ async function decide(form) {
   if (answer.ok) form.hidden = true;
 }
 
+async function signRequest(form) {
+  const data = new FormData(form);
+  const asked = {
+    kind: form.dataset.kind, run: form.dataset.run || "", key: form.dataset.key || "",
+    supplier: form.dataset.supplier || "", reason: data.get("reason") || "",
+    to: data.get("to") || "", note: data.get("note") || "",
+  };
+  const start = await post("/request/options", asked);
+  if (!start.ok) return say(start.line);
+  say("waiting for your passkey…");
+  const cred = await navigator.credentials.get({ publicKey: requestOptions(start.options) });
+  say("waiting for the worker…");
+  const answer = await post("/request", { fields: start.fields, assertion: assertionJSON(cred) });
+  say(answer.line || (answer.ok ? "sent" : "refused"));
+}
+
 function guard(fn) {
   return (...args) => fn(...args).catch((e) => say("refused: " + (e && e.message ? e.message : e)));
 }
@@ -121,6 +137,9 @@ document.addEventListener("DOMContentLoaded", () => {
   if (enrollButton) enrollButton.addEventListener("click", guard(enroll));
   const form = document.getElementById("decision");
   if (form) form.addEventListener("submit", (ev) => { ev.preventDefault(); guard(decide)(form); });
+  for (const f of document.querySelectorAll("form.signed-request")) {
+    f.addEventListener("submit", (ev) => { ev.preventDefault(); guard(signRequest)(f); });
+  }
   for (const b of document.querySelectorAll("button[data-post]")) {
     b.addEventListener("click", guard(async () => after(await post(b.dataset.post))));
   }
