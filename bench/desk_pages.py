@@ -40,6 +40,7 @@ from recon.ops.approvers import ensure_tool_approver  # noqa: E402
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.store import approvers, desk_month  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from tests.desk_reader import reading_session  # noqa: E402
 
 BUDGET_MS = 200.0
 READER = "desk-reader"
@@ -74,7 +75,7 @@ async def main(keep: Path, rounds: int, url: str | None) -> int:
         client = await Client.connect(temporal.address)
         app = make_app(pool, client, "http://localhost:8237", "localhost")
         desk = app.state.desk
-        session = desk.sessions.rotate(desk.sessions.new(), reader)
+        session = await reading_session(desk, reader)
         nights, invoices = await desk_month.on_record(pool)
         print(f"database: {nights:,} nights, {invoices:,} invoices read; {rounds} rounds per page")
         ok = True

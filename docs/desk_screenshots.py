@@ -42,6 +42,7 @@ from recon.runtime.devstack import embedded_stack, prepare_database  # noqa: E40
 from recon.runtime.embedded import EmbeddedPostgres, TemporalDevServer, free_port  # noqa: E402
 from recon.store import approvers, desk_month  # noqa: E402
 from recon.store.db import connect_pool, migrate  # noqa: E402
+from tests.desk_reader import reading_session  # noqa: E402
 
 OUT = ROOT / "docs" / "desk"
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -52,7 +53,7 @@ async def serving(pool, client: Client, reader: str):
     """The desk on a loopback port, and a session cookie for `reader`."""
     port = free_port()
     app = make_app(pool, client, f"http://localhost:{port}", "localhost")
-    session = app.state.desk.sessions.rotate(app.state.desk.sessions.new(), reader)
+    session = await reading_session(app.state.desk, reader)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -21,6 +21,7 @@ from recon.desk.app import make_app
 from recon.desk.sessions import COOKIE
 from tests.approvers import signed
 from tests.conftest import Stack
+from tests.desk_reader import reading_session
 from tests.helpers import inprocess_worker, settings_for, start, wait_awaiting_decision
 from tests.system.test_across_nights import _bill, _order, _receive
 
@@ -49,7 +50,7 @@ async def test_a_night_and_the_month_read_in_words_with_charts_and_escapes(
         await asyncio.wait_for(handle.result(), 120)
 
     app = make_app(pool, client, "http://localhost:8237", "localhost")
-    session = app.state.desk.sessions.rotate(app.state.desk.sessions.new(), "asha")
+    session = await reading_session(app.state.desk, "asha")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                  base_url="http://localhost:8237") as http:
         assert (await http.get("/month")).status_code == 303  # not signed in: to /signin
