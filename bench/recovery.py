@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import shutil
@@ -44,8 +45,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from temporalio.api.enums.v1 import EventType  # noqa: E402
-from temporalio.client import WorkflowHandle  # noqa: E402
+from temporalio.api.common.v1 import WorkflowExecution  # noqa: E402
+from temporalio.api.enums.v1 import EventType, PendingActivityState  # noqa: E402
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest  # noqa: E402
+from temporalio.client import Client, WorkflowHandle  # noqa: E402
+from temporalio.service import RPCError  # noqa: E402
 
 from bench.production_stack import production_stack  # noqa: E402
 from recon.runtime.config import MAX_PAISE  # noqa: E402
@@ -127,6 +131,32 @@ async def print_timeline(handle: WorkflowHandle, crashed_wall: float) -> None:
         print(f"        {at:+7.3f} s  {event.event_id:>4}  {name}  {extra}", flush=True)
 
 
+async def watch_pending(client: Client, handle: WorkflowHandle, crashed_wall: float,
+                        done: asyncio.Event) -> None:
+    """Poll the run's pending step 7 after the crash and print each change of its attempt or
+    state, with the server's own times: when it noticed the lost worker (attempt 2 scheduled,
+    `next` = the retry's due time) and when a worker took the retry."""
+    seen = None
+    while not done.is_set():
+        with contextlib.suppress(RPCError):
+            described = await client.workflow_service.describe_workflow_execution(
+                DescribeWorkflowExecutionRequest(namespace=client.namespace,
+                                                 execution=WorkflowExecution(workflow_id=handle.id)))
+            for p in described.pending_activities:
+                now = (p.attempt, p.state)
+                if now != seen:
+                    seen = now
+                    due = p.scheduled_time.ToDatetime().timestamp() - crashed_wall \
+                        if p.HasField("scheduled_time") else float("nan")
+                    beat = p.last_heartbeat_time.ToDatetime().timestamp() - crashed_wall \
+                        if p.HasField("last_heartbeat_time") else float("nan")
+                    print(f"        {time.time() - crashed_wall:+7.3f} s  pending "
+                          f"{p.activity_type.name} attempt {p.attempt} "
+                          f"{PendingActivityState.Name(p.state)} last beat {beat:+.3f} "
+                          f"next {due:+.3f}", flush=True)
+        await asyncio.sleep(0.02)
+
+
 async def one_kill(stack: RunningStack, client, pool, state: Path, n: int, invoices: int,
                    mismatches: int, seed: int, pause: float, rng: random.Random,
                    timeline: bool = False) -> Kill:
@@ -147,11 +177,17 @@ async def one_kill(stack: RunningStack, client, pool, state: Path, n: int, invoi
         while all(w.poll() is None for w in workers):
             await asyncio.sleep(0.01)
         crashed_wall, crashed = time.time(), time.monotonic()
+        done = asyncio.Event()
+        watcher = asyncio.create_task(watch_pending(client, handle, crashed_wall, done)) \
+            if timeline else None
         dead = next(w for w in workers if w.poll() is not None)
         if dead.returncode != 137:
             raise SystemExit(f"kill {n}: a worker exited with {dead.returncode}, see {state}")
         await asyncio.wait_for(handle.result(), 120)
         to_finish = time.monotonic() - crashed
+        if watcher is not None:
+            done.set()
+            await watcher
         retry_at = await retry_started_at(handle)
         if timeline:
             await print_timeline(handle, crashed_wall)
