@@ -32,6 +32,12 @@ from workflows.registry import WORKFLOWS
 log = structlog.get_logger("recon.worker")
 
 STICKY_TIMEOUT = timedelta(milliseconds=200)
+# The SDK sends an activity's heartbeats at most every 0.8 x its heartbeat timeout (1.6 s of a 2 s
+# timeout): a beat the ticker records after a stalled event loop could then reach Temporal too
+# late. At most every 0.5 s instead, the gap Temporal sees is the ticker's (a quarter of the
+# timeout, activities/step.py) plus any stall: a 1 s timeout survives a 0.75 s stall. Two
+# heartbeat calls a second per running activity at most.
+HEARTBEAT_THROTTLE = timedelta(milliseconds=500)
 
 # The cyclic collector's first threshold (Python's default: every 700 net allocations). A worker
 # extracting a big night holds tens of thousands of parsed invoices in flight (16 batches of
@@ -75,6 +81,7 @@ async def run_worker(
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         max_concurrent_activities=settings.activity_slots,
         graceful_shutdown_timeout=timedelta(seconds=5),
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         interceptors=[ObservingInterceptor()],
     )
     if stop is None:

@@ -54,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNED_REQUESTS,
         SOURCES_FETCH,
     )
-    from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT
+    from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT, step_heartbeat
     from workflows.requests import checked_signer, refuse_without_mandate
     from workflows.undo import undo_whole_run
 
@@ -237,7 +237,7 @@ class NightlyReconciliation:
         return await workflow.execute_activity_method(
             fn, arg,
             start_to_close_timeout=timeout,
-            heartbeat_timeout=timedelta(seconds=self._req.heartbeat_seconds),
+            heartbeat_timeout=step_heartbeat(self._req.heartbeat_seconds, timeout),
             retry_policy=RETRY,
             summary=console.activity_summary(getattr(fn, "__name__", ""), arg),
             priority=self._priority(),

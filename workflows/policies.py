@@ -29,3 +29,19 @@ RETRY = RetryPolicy(
 READ_TIMEOUT = timedelta(minutes=10)
 MODEL_TIMEOUT = timedelta(minutes=30)
 WRITE_TIMEOUT = timedelta(hours=1)
+
+# Step 2 (extraction, MODEL_TIMEOUT) is the one step that computes in the worker: up to 50 of its
+# activities parse and encode on one event loop, so on a starved machine (load 13 on 2 cores) the
+# loop stalled past a 1 s heartbeat timeout and 1-5 of a 100,000-invoice night's 50 attempts were
+# retried for nothing; at 2 s, none. Every other step waits on Postgres or a service, its loop
+# free, and keeps the run's own (shorter) timeout, so a lost worker is noticed soon
+# (docs/operations.md, "Recovery").
+COMPUTING_STEP_HEARTBEAT = timedelta(seconds=2)
+
+
+def step_heartbeat(heartbeat_seconds: float, start_to_close: timedelta) -> timedelta:
+    """The heartbeat timeout of one activity: the run's, at least 2 s for a computing step."""
+    heartbeat = timedelta(seconds=heartbeat_seconds)
+    if start_to_close == MODEL_TIMEOUT:
+        return max(heartbeat, COMPUTING_STEP_HEARTBEAT)
+    return heartbeat

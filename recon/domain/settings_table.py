@@ -116,9 +116,10 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "0 sets none", low=0, high=100),
     )),
     ("Heartbeats, retries and reminders", (
-        Setting("RECON_HEARTBEAT_SECONDS", "heartbeat_seconds", NUMBER, 2.0,
-                "how fast a dead worker is noticed (a frozen worker's open transactions are ended by "
-                "Postgres after the same time, at least 2 s); fixed in a run's input when it starts",
+        Setting("RECON_HEARTBEAT_SECONDS", "heartbeat_seconds", NUMBER, 1.0,
+                "how fast a dead worker is noticed (step 2, which computes, keeps at least 2 s; a frozen "
+                "worker's open transactions are ended by Postgres after the same time, at least 2 s); "
+                "fixed in a run's input when it starts",
                 low=0, above=True, high=3600),
         Setting("RECON_REMINDER_UTC", "reminder_utc_time", CLOCK, "03:30:00",
                 "UTC time (`HH:MM[:SS]`) of the daily reminder while a run waits for a person "

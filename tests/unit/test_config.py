@@ -25,7 +25,7 @@ def test_defaults_with_nothing_set() -> None:
     # default absolute caps: ₹1 crore a night, ₹25 lakh for one supplier
     assert (s.gate_max_total_paise, s.gate_max_supplier_paise) == (1_00_00_000_00, 25_00_000_00)
     assert (s.metrics_host, s.model_max_document_bytes) == ("127.0.0.1", 100_000)
-    assert (s.heartbeat_seconds, s.reminder_utc_time, s.outage_window_seconds) == (2.0, "03:30:00", 1800.0)
+    assert (s.heartbeat_seconds, s.reminder_utc_time, s.outage_window_seconds) == (1.0, "03:30:00", 1800.0)
 
 
 def test_the_env_file_is_read_and_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
