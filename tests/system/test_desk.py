@@ -12,6 +12,7 @@ desk runs as `recon desk`, the worker for real, and the verdicts come from Postg
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -224,6 +225,22 @@ async def test_the_desk_resumes_a_held_night_with_a_passkey_and_refuses_what_it_
                     headers: {'Content-Type': 'application/json'}, body: '{}'});
                 return [r.status, await r.text()]; }""")
             assert (status, text) == (403, "refused: missing or wrong CSRF token")
+
+            # an unknown passkey (a credential recon never enrolled) on another browser session,
+            # while the approver is active: sign-in refused, in the same words as any refusal
+            stranger = await (await browser.new_context()).new_page()
+            stranger_cdp = await stranger.context.new_cdp_session(stranger)
+            await stranger_cdp.send("WebAuthn.enable")
+            unknown = (await stranger_cdp.send("WebAuthn.addVirtualAuthenticator", {"options": {
+                "protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
+                "hasUserVerification": True, "isUserVerified": True}}))["authenticatorId"]
+            await stranger_cdp.send("WebAuthn.addCredential", {
+                "authenticatorId": unknown, "credential": {
+                    **clone, "credentialId": base64.b64encode(os.urandom(16)).decode()}})
+            await stranger.goto(f"{origin}/signin")
+            await stranger.click("#signin")
+            assert (await _outcome(stranger)).startswith("sign-in refused"), await _outcome(stranger)
+            assert stranger.url.endswith("/signin"), stranger.url
 
             # revoked: the session ends and the passkey signs in no more
             revoked = await asyncio.to_thread(recon_cli, env, "approvers", "revoke", name)
