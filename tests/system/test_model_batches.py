@@ -198,27 +198,55 @@ async def _waiting(pool: asyncpg.Pool, wf: str, text: str) -> bool:
     return (await model_bill(pool, wf)).waiting() == text
 
 
-@pytest.mark.parametrize("point", ["before_upload", "after_upload", "after_create", "mid_read"])
+KILLED_BY_FAILPOINT = ["before_upload", "after_upload", "after_create", "mid_read", "after_read"]
+KILLED_FROM_OUTSIDE = ["during_create", "during_wait"]
+
+
+@pytest.mark.parametrize("point", KILLED_BY_FAILPOINT + KILLED_FROM_OUTSIDE)
 async def test_a_worker_killed_anywhere_in_the_batch_makes_one_batch_paid_once(
     pool: asyncpg.Pool, client: Client, night, spawn_worker, point: str
 ) -> None:
-    """SIGKILL at each point of submit and read (`after_create`: the batch made, its id not yet
-    recorded): the successor finds what was done, and the night has one batch, each invoice
-    answered once, nothing asked interactively."""
+    """SIGKILL at each point of submit, wait and read: before and after the upload; during the
+    create (the fake made the batch and holds its reply); after the create, its id not yet
+    recorded; during the wait (between two looks); mid-read (before the read commits) and after
+    the read committed, before it was reported. The successor finds what was done, and the night
+    has one batch, each invoice answered once and recorded once, nothing asked interactively,
+    and the books a crash-free night keeps (every invoice's lines as its document states them)."""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
-    with BatchOpenAI(completion_delay=0.5) as fake:
+    poll = 2.0 if point == "during_wait" else 0.5
+    with BatchOpenAI(completion_delay=8.0 if point == "during_wait" else 0.5) as fake:
         env = fake.env() | {"RECON_HEARTBEAT_SECONDS": "2"}
-        doomed = spawn_worker(queue, **env, RECON_FAILPOINTS=f"model_batch:{point}:kill")
-        settings = settings_for(queue, model_mode="batch", model_batch_poll_seconds=0.5,
+        if point in KILLED_BY_FAILPOINT:
+            env_doomed = env | {"RECON_FAILPOINTS": f"model_batch:{point}:kill"}
+        else:
+            env_doomed = env
+        if point == "during_create":
+            fake.hold_create_reply = 30.0  # the batch is made, its reply held: the kill lands here
+        doomed = spawn_worker(queue, **env_doomed)
+        settings = settings_for(queue, model_mode="batch", model_batch_poll_seconds=poll,
                                 heartbeat_seconds=2)
         handle = await start(client, settings, day, warehouse)
+        if point == "during_create":
+            await wait_for(lambda: asyncio.sleep(0, fake.creates == 1), 120, "the create", every=0.1)
+            doomed.kill()
+        elif point == "during_wait":
+            # Right after a look: the next one is `poll` seconds away, so the kill lands between
+            # two looks (a kill inside a look costs that look's timeout, not a second batch).
+            await wait_for(lambda: asyncio.sleep(0, fake.looks >= 2
+                                                 and time.time() - fake.last_look < 0.5),
+                           120, "the second look", every=0.05)
+            doomed.kill()
+            looks_before = fake.looks
         await wait_for(lambda: asyncio.sleep(0, doomed.process.poll() is not None), 120,
                        f"the worker to die at {point}", every=0.1)
         assert doomed.process.returncode == -9
         spawn_worker(queue, **env)
-        result = await asyncio.wait_for(handle.result(), 180)
+        result = await asyncio.wait_for(handle.result(), 300)
         assert result.status == "Completed"
+        figures = await handle.query("progress")  # the memo's figures, asked of a live worker
+        if point == "during_wait":
+            assert fake.looks > looks_before  # the successor went on looking
         assert fake.creates == 1
         assert len(fake.batches) == 1
         assert fake.interactive() == []
@@ -229,6 +257,20 @@ async def test_a_worker_killed_anywhere_in_the_batch_makes_one_batch_paid_once(
     assert outcomes == Counter({"answered": INVOICES})
     assert await pool.fetchval("SELECT count(*) FROM model_batches WHERE workflow_id = $1"
                                " AND read_at IS NOT NULL", handle.id) == 1
+    assert await _lines(pool, handle.id) == await _document_lines(pool, handle.id)
+    facts = await inspect_run(client, pool, handle.id)
+    assert facts["model_requests_batch"] == INVOICES
+    assert len(await _books(pool, handle.id)) == facts["ledger_rows"] > 0
+    await _figures_as_recorded(pool, figures, handle.id)
+
+
+async def _figures_as_recorded(pool: asyncpg.Pool, figures: dict, wf: str) -> None:
+    """The night's figures (the summary's, the memo's) are what its records hold: a read that was
+    reported by a later attempt than the one that read counts the same."""
+    extracted = await pool.fetchval("SELECT count(DISTINCT invoice_no) FROM invoice_lines"
+                                    " WHERE workflow_id = $1", wf)
+    parked = await pool.fetchval("SELECT count(*) FROM parked_items WHERE workflow_id = $1", wf)
+    assert (figures["extracted"], figures["parked"]) == (extracted, parked)
 
 
 async def test_error_lines_follow_the_interactive_rules(
