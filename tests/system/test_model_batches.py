@@ -302,21 +302,33 @@ async def test_error_lines_follow_the_interactive_rules(
     assert flaky not in parked
 
 
-async def test_an_outage_right_after_the_create_still_makes_one_batch(
+OUTAGE_SECONDS = 60.0
+
+
+@pytest.mark.slow  # a 60 s outage, honestly long; the night is small
+async def test_a_60_s_outage_right_after_the_create_still_makes_one_batch(
     pool: asyncpg.Pool, client: Client, night
 ) -> None:
-    """The create lands, then the provider answers 503 to everything (the create's reply too)
-    for 8 s: the attempts look for the batch until the provider is back, and create none."""
+    """The create lands, then the provider is unreachable for 60 s: every request (the create's
+    reply too) answered 503 or its connection closed without a reply. The attempts look for the
+    batch, and wait for it, until the provider is back; they create none, and the night books
+    what a night without an outage books, each invoice paid once."""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
     with BatchOpenAI(completion_delay=0.5) as fake:
-        fake.outage_after_create = 8.0
+        fake.outage_after_create = OUTAGE_SECONDS
+        fake.outage_cuts = True
+        began = time.monotonic()
         wf = await _night(pool, client, _settings(queue, fake), day, warehouse)
+        assert time.monotonic() - began >= OUTAGE_SECONDS  # the outage was in the night
+        assert fake.refused >= 4  # refused both ways (503s and closed connections)
         assert fake.creates == 1
         assert fake.interactive() == []
         assert fake.answered_twice() == []
+        assert sum(fake.billed().values()) == INVOICES
     assert await pool.fetchval("SELECT count(*) FROM model_calls WHERE workflow_id = $1"
                                " AND outcome = 'answered'", wf) == INVOICES
+    assert await _lines(pool, wf) == await _document_lines(pool, wf)
 
 
 @pytest.mark.slow  # two whole 312-invoice nights
