@@ -140,6 +140,9 @@ def chaos(
         "folder) and its orders and receipts through ERP exports, fetched under the faults.")] = False,
     mail_outage: Annotated[bool, typer.Option(
         "--mail-outage", help="With --sources: the mail server is down for 60 s during the fetch.")] = False,
+    model: Annotated[str, typer.Option(
+        "--model", help="offline (the default), or batch: both nights extract through a loopback "
+        "Batch API, which must make one batch per group and bill nothing twice.")] = "offline",
 ) -> None:
     """Run a seeded night (or --nights of them) clean and under random crashes on a scratch
     stack; compare row by row."""
@@ -160,7 +163,12 @@ def chaos(
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
                      business_date=business_date(date_), timeout=timeout, documents=format_,
-                     nights=nights, ledger=ledger, sources=sources, mail_outage=mail_outage)
+                     nights=nights, ledger=ledger, sources=sources, mail_outage=mail_outage,
+                     model=model)
+    if model != "offline":
+        from recon.tools.chaos.batch_model import refuse_unless_available
+
+        refuse_unless_available(model, nights)
     if mail_outage and not sources:
         raise Refused("--mail-outage takes --sources (the outage is of the night's mail server)")
     if sources:

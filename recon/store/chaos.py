@@ -138,3 +138,9 @@ async def fetched_items(conn: Db, workflow_id: str, warehouse: str) -> asyncpg.R
         " coalesce(sum(documents), 0) AS documents,"
         " (SELECT count(*) FROM invoices WHERE warehouse = $2) AS invoices"
         " FROM source_items WHERE workflow_id = $1", workflow_id, warehouse)
+
+
+async def batch_groups(conn: Db, workflow_id: str) -> int:
+    """The model batch groups a night planned (`recon chaos --model batch`: one batch each)."""
+    return await conn.fetchval("SELECT count(*) FROM model_batches WHERE workflow_id = $1",
+                               workflow_id)

@@ -38,6 +38,7 @@ class ChaosPlan:
     ledger: str | None = None  # None: the built-in; "tryton": each night posts into its own too
     sources: bool = False  # the night's documents and master data come through sources
     mail_outage: bool = False  # with sources: the mail server down for 60 s during the fetch
+    model: str = "offline"  # "batch": both nights extract through a loopback Batch API
 
 
 @dataclass
