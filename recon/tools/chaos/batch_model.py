@@ -73,7 +73,7 @@ async def check_batches(url_of: Callable[[str], str], workflow_id: str,
         finally:
             await conn.close()
         twice = fake.answered_twice()
-        say(f"{night} night's batches: {groups} groups planned, {fake.creates} batches created, "
+        say(f"{night} night's model batches: {groups} planned, {fake.creates} created, "
             f"{sum(fake.billed().values())} requests billed ({len(fake.interactive())} "
             f"interactively), {len(twice)} billed twice")
         if groups < 1 or fake.creates != groups:
