@@ -28,7 +28,7 @@ from recon.store.model_bill import model_bill
 from recon.tools.seed import seed_night
 from tests.fakes.batch_server import BatchOpenAI
 from tests.fakes.openai_server import API_KEY, MODEL
-from tests.helpers import inprocess_worker, settings_for, start, wait_for
+from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 from tests.histories.replay import replayer
 
 PRICE_IN, PRICE_OUT = 0.15, 0.60
@@ -130,7 +130,7 @@ async def test_a_cut_reply_to_create_finds_the_batch_and_creates_none(
 
 @pytest.mark.parametrize("ending", ["deadline", "expired", "failed"])
 async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_rest(
-    pool: asyncpg.Pool, client: Client, night, ending: str
+    pool: asyncpg.Pool, client: Client, night, stack, ending: str
 ) -> None:
     """The deadline passes with 25 of 40 answered (the batch is cancelled, slowly), the batch
     expires with 25 answered, or fails at validation with none: the answers it has are kept and
@@ -143,7 +143,7 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
         fake.answer_only = kept  # the batch answers these, then never finishes by itself
         if ending == "deadline":
             fake.cancel_takes = 1.0
-            changes["model_batch_deadline"] = (datetime.now() + timedelta(seconds=8)).strftime(
+            changes["model_batch_deadline"] = (datetime.now() + timedelta(seconds=20)).strftime(
                 "%H:%M:%S")
         elif ending == "expired":
             fake.expire_after = 6.0
@@ -156,6 +156,10 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
             if ending != "failed":  # what `recon status` says while the night waits
                 waiting = f"waiting for the model's batch ({kept} of {INVOICES} answered)"
                 await wait_for(lambda: _waiting(pool, wf, waiting), 60, waiting, every=0.2)
+            if ending == "deadline":  # and `recon status` says so, as a person reads it
+                status = await asyncio.to_thread(recon_cli, stack.env(), "status", wf)
+                assert f"Waiting for the model's batch ({kept} of {INVOICES} answered)" in \
+                    status.stdout, status.stdout + status.stderr
             result = await asyncio.wait_for(handle.result(), 180)
         assert result.status == "Completed"
         history = await handle.fetch_history()
