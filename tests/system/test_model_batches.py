@@ -156,7 +156,10 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
             if ending != "failed":  # what `recon status` says while the night waits
                 waiting = f"waiting for the model's batch ({kept} of {INVOICES} answered)"
                 await wait_for(lambda: _waiting(pool, wf, waiting), 60, waiting, every=0.2)
-            if ending == "deadline":  # and `recon status` says so, as a person reads it
+            if ending == "deadline":  # the Web UI's pending activity says it (its last look's
+                await wait_for(lambda: _pending_says(handle, waiting), 60,  # words), and
+                               f"the pending wait to say {waiting}", every=0.2)
+                # `recon status` says so, as a person reads it
                 status = await asyncio.to_thread(recon_cli, stack.env(), "status", wf)
                 assert f"Waiting for the model's batch ({kept} of {INVOICES} answered)" in \
                     status.stdout, status.stdout + status.stderr
@@ -196,6 +199,14 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
         assert started[0] >= 5, started
     replayed = await replayer().replay_workflow(history, raise_on_replay_failure=False)
     assert replayed.replay_failure is None, replayed.replay_failure
+
+
+async def _pending_says(handle, text: str) -> bool:
+    """What the Web UI (and `temporal workflow describe`) shows of the pending wait: the last
+    look's words, "waiting for the model's batch (N of M answered)"."""
+    described = await handle.describe()
+    return any(text in p.last_failure.message
+               for p in described.raw_description.pending_activities)
 
 
 async def _waiting(pool: asyncpg.Pool, wf: str, text: str) -> bool:
