@@ -144,3 +144,14 @@ async def batch_groups(conn: Db, workflow_id: str) -> int:
     """The model batch groups a night planned (`recon chaos --model batch`: one batch each)."""
     return await conn.fetchval("SELECT count(*) FROM model_batches WHERE workflow_id = $1",
                                workflow_id)
+
+
+async def batch_waiting(conn: Db, workflow_id: str) -> str | None:
+    """"waiting" once a batch of the night is created and unread, "read" once all are read."""
+    row = await conn.fetchrow(
+        "SELECT count(*) FILTER (WHERE batch_id IS NOT NULL AND read_at IS NULL) AS waiting,"
+        " count(*) FILTER (WHERE read_at IS NOT NULL) AS read, count(*) AS groups"
+        " FROM model_batches WHERE workflow_id = $1", workflow_id)
+    if row["waiting"]:
+        return "waiting"
+    return "read" if row["groups"] and row["read"] == row["groups"] else None

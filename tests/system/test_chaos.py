@@ -221,6 +221,9 @@ def test_chaos_in_batch_mode_makes_one_batch_a_night_and_equals_the_control() ->
     assert lines and lines[-1] == "PASS", out[-4000:] + done.stderr[-2000:]
     applied = int(re.search(r"^(\d+) faults applied", out, re.M).group(1))
     assert applied == 6, out[-4000:]
+    # Beside the planned faults, the workers serving the night are killed in the batch's wait.
+    assert re.search(r"^\[\s*[\d.]+s\] kill worker-\d+ \(pid \d+\): SIGKILL while the night waits "
+                     r"for its batch$", out, re.M), out[-4000:]
     for night in ("control", "chaos"):
         assert re.search(rf"^{night} night's model batches: 1 planned, 1 created, 200 requests "
                          r"billed \(0 interactively\), 0 billed twice$", out, re.M), out[-4000:]

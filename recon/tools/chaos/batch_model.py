@@ -84,6 +84,40 @@ async def check_batches(url_of: Callable[[str], str], workflow_id: str,
                               f"(first {twice[0]})")
 
 
+async def kill_while_waiting(night: Any, url: str, workflow_id: str,
+                             say: Callable[[str], None]) -> None:
+    """Beside the planned faults: once the night's batch is created and not yet read, SIGKILL
+    every serving worker (the next look, and the read, fall to workers started after), so a kill
+    lands in the wait whatever the planned moments are."""
+    import asyncio
+    import time
+
+    import asyncpg
+
+    from recon.store.chaos import batch_waiting
+
+    while True:
+        try:
+            conn = await asyncpg.connect(url, timeout=2)
+            try:
+                state = await batch_waiting(conn, workflow_id)
+            finally:
+                await conn.close()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            state = None  # Postgres restarted by a planned fault: look again
+        if state == "read":
+            say(f"[{time.monotonic() - night.started:6.1f}s] the batch was read before a kill "
+                "could land in its wait")
+            return
+        if state == "waiting" and night.fleet.serving():
+            for worker in night.fleet.serving():
+                night.fleet.kill(worker)
+                say(f"[{time.monotonic() - night.started:6.1f}s] kill {worker.name} (pid "
+                    f"{worker.pid}): SIGKILL while the night waits for its batch")
+            return
+        await asyncio.sleep(0.25)
+
+
 def close_all() -> None:
     while _servers:
         _servers.popitem()[1].__exit__(None, None, None)

@@ -291,7 +291,9 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     handle = await start_night(client, settings, day or plan.business_date, WAREHOUSE)
     night = Night(name, fleet, started=time.monotonic(), wall_started=time.time(), faults=faults)
     watcher = Watcher(client, settings.database_url, handle.id)
-    breaking = asyncio.ensure_future(apply_faults(night, stack, plan, say, release))
+    breaking = asyncio.ensure_future(asyncio.gather(
+        apply_faults(night, stack, plan, say, release),
+        *_batch_faults(plan, night, settings.database_url, handle.id, say)))
     try:
         await _watch(night, watcher, say)
         breaking.cancel()
@@ -308,6 +310,16 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     if faults:
         _stale_lines(logs, say)
     return night
+
+
+def _batch_faults(plan: ChaosPlan, night: Night, url: str, workflow_id: str,
+                  say: Callable[[str], None]) -> list:
+    """`--model batch`, the night under faults: a kill that lands in the batch's wait too."""
+    if plan.model != "batch" or not night.faults:
+        return []
+    from recon.tools.chaos import batch_model
+
+    return [batch_model.kill_while_waiting(night, url, workflow_id, say)]
 
 
 def _model_settings(plan: ChaosPlan) -> dict:
