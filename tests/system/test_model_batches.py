@@ -364,6 +364,9 @@ async def test_the_seed_night_in_each_mode(pool: asyncpg.Pool, client: Client, n
             assert fake.answered_twice() == []
         facts = await inspect_run(client, pool, wf)
         measured[mode] = facts
+        # The books a correct night keeps: every invoice's lines as its document states them (the
+        # two warehouses are seeded with different mismatches, so their ledgers differ).
+        assert await _lines(pool, wf) == await _document_lines(pool, wf)
         print(f"{mode}: {facts['model_requests']} requests, {facts['model_tokens']} tokens, "
               f"US${facts['model_cost_usd']:.6f}, {seconds:.1f} s (batch completion delay 5 s)")
     per_token = {m: f["model_cost_usd"] / f["model_tokens"] for m, f in measured.items()}
