@@ -53,7 +53,7 @@ from recon.store.extractions import park_unreadable, write_results
 from recon.store.generations import current_generation
 from recon.store.invoices import not_yet_extracted
 
-FAILPOINT = "model_batch"  # positions: before_upload, after_upload, after_create, mid_read
+FAILPOINT = "model_batch"  # positions: before_upload, after_upload, after_create, mid_read, after_read
 LAST_SEQ = 2**31 - 1
 # An uncertain create is not made again until this long (at least) after the first try.
 MIN_SETTLE_SECONDS = 30.0
@@ -202,7 +202,7 @@ class ModelBatchActivities(Room):
         assert isinstance(extractor, OpenAIExtractor)
         row = await store.batch_row(self.pool, group.key)
         if row["read_at"] is not None:
-            return Count(count=0, parked=0)
+            return await self._count_read(group)  # read before, by an attempt that then died
         model = self._model()
         calls = {r["invoice_no"]: r for r in await store.requests_of(self.pool, group.key)}
         requests = {inv: r["request"] for inv, r in calls.items()}
@@ -243,15 +243,22 @@ class ModelBatchActivities(Room):
         async with self.pool.acquire() as conn, conn.transaction():
             locked = await store.lock_for_reading(conn, group.key)
             if locked["read_at"] is not None:
-                return Count(count=0, parked=0)  # a racing attempt read it first
+                return await self._count_read(group)  # a racing attempt read it first
             await write_results(conn, group.workflow_id, extractor.name, extractor.model, results)
             await store.settle_unanswered(conn, group.key, unanswered)
             if refused:
                 await park_unreadable(conn, group.workflow_id, refused)
             failpoints.hit(FAILPOINT, "mid_read")  # before the commit: all of it or none
             await store.mark_read(conn, group.key)
+        failpoints.hit(FAILPOINT, "after_read")  # committed, not yet reported: read again
         parked = sum(1 for r in results if not r.readable) + len(refused)
         return Count(count=len(results) - sum(1 for r in results if not r.readable), parked=parked)
+
+    async def _count_read(self, group: ModelBatchGroup) -> Count:
+        """What a group read earlier extracted and parked, from the records: an attempt that
+        finds the group read reports the same figures as the one that read it."""
+        extracted, parked = await store.read_counts(self.pool, group.workflow_id, group.key)
+        return Count(count=extracted, parked=parked)
 
     @staticmethod
     def _checked(line: Line, call_id: int, doc) -> Result:

@@ -152,6 +152,9 @@ def chaos(
     warehouses: Annotated[int, typer.Option(
         help="Warehouses' nights started together (a head office with --invoices, branches with "
              f"a tenth), faults landing on them all; 1 to {MAX_CHAOS_WAREHOUSES}.")] = 1,
+    model: Annotated[str, typer.Option(
+        "--model", help="offline (the default), or batch: both nights extract through a loopback "
+        "Batch API, which must make one batch per group and bill nothing twice.")] = "offline",
 ) -> None:
     """Run a seeded night (or --nights of them) clean and under random crashes on a scratch
     stack; compare row by row."""
@@ -169,15 +172,19 @@ def chaos(
     ledger = None if ledger == "builtin" else ledger
     if not 1 <= warehouses <= MAX_CHAOS_WAREHOUSES:
         raise Refused(f"--warehouses must be 1 to {MAX_CHAOS_WAREHOUSES}, got {warehouses}")
-    if warehouses > 1 and (nights > 1 or ledger or sources):
-        raise Refused("--warehouses takes one night each (no --nights, --ledger or --sources)")
+    if warehouses > 1 and (nights > 1 or ledger or sources or model != "offline"):
+        raise Refused("--warehouses takes one night each (no --nights, --ledger, --sources or --model)")
     if ledger == "tryton" and nights > 1:
         raise Refused("--ledger tryton takes one night (--nights 1)")
     plan = ChaosPlan(invoices=invoices, mismatches=invoices // 10 if mismatches is None else mismatches,
                      kills=kills, freezes=freezes, restarts=restarts, seed=seed_,
                      business_date=business_date(date_), timeout=timeout, documents=format_,
                      nights=nights, ledger=ledger, sources=sources, mail_outage=mail_outage,
-                     warehouses=warehouses)
+                     warehouses=warehouses, model=model)
+    if model != "offline":
+        from recon.tools.chaos.batch_model import refuse_unless_available
+
+        refuse_unless_available(model, nights)
     if mail_outage and not sources:
         raise Refused("--mail-outage takes --sources (the outage is of the night's mail server)")
     if sources:

@@ -138,3 +138,20 @@ async def fetched_items(conn: Db, workflow_id: str, warehouse: str) -> asyncpg.R
         " coalesce(sum(documents), 0) AS documents,"
         " (SELECT count(*) FROM invoices WHERE warehouse = $2) AS invoices"
         " FROM source_items WHERE workflow_id = $1", workflow_id, warehouse)
+
+
+async def batch_groups(conn: Db, workflow_id: str) -> int:
+    """The model batch groups a night planned (`recon chaos --model batch`: one batch each)."""
+    return await conn.fetchval("SELECT count(*) FROM model_batches WHERE workflow_id = $1",
+                               workflow_id)
+
+
+async def batch_waiting(conn: Db, workflow_id: str) -> str | None:
+    """"waiting" once a batch of the night is created and unread, "read" once all are read."""
+    row = await conn.fetchrow(
+        "SELECT count(*) FILTER (WHERE batch_id IS NOT NULL AND read_at IS NULL) AS waiting,"
+        " count(*) FILTER (WHERE read_at IS NOT NULL) AS read, count(*) AS groups"
+        " FROM model_batches WHERE workflow_id = $1", workflow_id)
+    if row["waiting"]:
+        return "waiting"
+    return "read" if row["groups"] and row["read"] == row["groups"] else None

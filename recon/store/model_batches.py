@@ -138,3 +138,21 @@ async def documents_of(db: Db, workflow_id: str, invoice_nos: list[str]) -> dict
                           " WHERE workflow_id = $1 AND invoice_no = ANY($2::text[])",
                           workflow_id, invoice_nos)
     return {r["invoice_no"]: r for r in rows}
+
+
+_READ_COUNTS = """
+SELECT count(*) FILTER (WHERE m.outcome = 'answered' AND NOT p.parked) AS extracted,
+       count(*) FILTER (WHERE p.parked) AS parked
+FROM model_calls m
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM parked_items i WHERE i.workflow_id = $1
+                                   AND i.invoice_no = m.invoice_no AND i.line_no IS NULL)
+                    AS parked) p
+WHERE m.batch_key = $2
+"""
+
+
+async def read_counts(db: Db, workflow_id: str, key: str) -> tuple[int, int]:
+    """A read group's figures from its records: answers extracted (not parked whole), and
+    invoices parked whole (an unreadable answer, a document the provider refused)."""
+    row = await db.fetchrow(_READ_COUNTS, workflow_id, key)
+    return row["extracted"], row["parked"]

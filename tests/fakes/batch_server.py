@@ -26,6 +26,11 @@ Behaviour, set on the instance before the batch is created:
 - `outage_after_create`: the next create makes the batch, then the whole batch interface
   answers 503 for that many seconds (that create's reply included): a provider outage at the
   worst moment;
+- `hold_create_reply`: the next create makes the batch, then holds its reply that many seconds
+  (a worker killed in that moment dies during its create: the batch exists, its id unknown);
+- `outage_cuts`: during an outage (`down_until`, `outage_after_create`) every other request has its
+  connection closed without a reply instead of a 503 (a provider unreachable, not just failing);
+- `looks`: how many times a batch was looked at (`GET /v1/batches/{id}`), `last_look` when;
 - per-line errors: `script(invoice_no, "500")` (the scripted steps of `ScriptedOpenAI`): a line
   whose step is a status is written to the error file with that status.
 """
@@ -112,6 +117,11 @@ class BatchOpenAI(ScriptedOpenAI):
         self.outage_after_create = 0.0
         self.create_lands_after = 0.0
         self.down_until = 0.0  # the batch interface answers 503 until then
+        self.outage_cuts = False  # ... or, every other request, closes the connection unanswered
+        self.hold_create_reply = 0.0
+        self.looks = 0
+        self.last_look = 0.0
+        self.refused = 0  # requests refused by an outage (503 or cut)
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, FakeBatch] = {}
         self.creates = 0  # POST /v1/batches received (cut or not)
@@ -332,10 +342,23 @@ class _BatchHandler(BaseHTTPRequestHandler):
         return False
 
     def _down(self) -> bool:
-        if time.time() < self.server.fake.down_until:
-            self._reply(503, _error("The server is overloaded or not ready yet.", "server_error"))
+        fake = self.server.fake
+        if time.time() < fake.down_until:
+            with fake._lock:
+                fake.refused += 1
+                cut = fake.outage_cuts and fake.refused % 2 == 0
+            if cut:
+                self._cut()
+            else:
+                self._reply(503, _error("The server is overloaded or not ready yet.",
+                                        "server_error"))
             return True
         return False
+
+    def _cut(self) -> None:
+        """Close the connection without a reply (the request may or may not have done its work)."""
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -389,11 +412,13 @@ class _BatchHandler(BaseHTTPRequestHandler):
                 if status == 200 and fake.outage_after_create:
                     fake.down_until = time.time() + fake.outage_after_create
                     fake.outage_after_create = 0.0
+                hold, fake.hold_create_reply = (fake.hold_create_reply if status == 200 else 0.0,
+                                                0.0 if status == 200 else fake.hold_create_reply)
+            time.sleep(hold)
             if self._down():
                 return
             if cut:  # the batch is made; the reply never arrives
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
+                self._cut()
                 return
             self._reply(status, answer)
             return
@@ -430,6 +455,9 @@ class _BatchHandler(BaseHTTPRequestHandler):
             self._reply(200, fake.list_batches(query))
         elif path.startswith("/v1/batches/"):
             view = fake.look(path.split("/")[3])
+            with fake._lock:
+                fake.looks += 1
+                fake.last_look = time.time()
             self._reply(200 if view else 404, view or _error("No batch found", "not_found"))
         else:
             self._reply(404, _error(f"Unknown request URL: GET {path}", "invalid_request_error"))

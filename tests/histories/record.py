@@ -292,9 +292,29 @@ async def sources_night(r: Recorder) -> None:
     await r.save("sources_night", handle.id)
 
 
+async def batch_night(r: Recorder) -> None:
+    """A night in batch mode (`RECON_MODEL_MODE=batch`) against the loopback Batch API: step 2
+    submits one batch, a worker is killed after the create and before its record (the successor
+    finds the batch by its metadata), the wait looks several times (retries of one activity),
+    and the read records the answers."""
+    from tests.fakes.batch_server import BatchOpenAI
+
+    with BatchOpenAI(completion_delay=20.0) as fake:  # long enough to be looked at often
+        env = fake.env() | {"RECON_HEARTBEAT_SECONDS": "2"}
+        queue, settings = await r.night("batchnight", model_mode="batch",
+                                        model_batch_poll_seconds=0.5, heartbeat_seconds=2)
+        doomed = r.worker(queue, RECON_FAILPOINTS="model_batch:after_create:kill", **env)
+        handle = await start_night(r.client, settings, DAY, "batchnight")
+        await asyncio.to_thread(doomed.wait, 90)
+        r.worker(queue, **env)
+        await handle.result()
+        assert fake.creates == 1 and not fake.answered_twice(), "one batch, paid once"
+    await r.save("batch_night", handle.id)
+
+
 STORIES = {f.__name__: f for f in (crash_and_resume, handover_resume, handover_retry, handover_undo,
                                    gate_resume, undo_run, undo_supplier, redo_run,
-                                   scheduled_night, sources_night)}
+                                   scheduled_night, sources_night, batch_night)}
 
 
 async def main(names: list[str]) -> None:

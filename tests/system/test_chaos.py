@@ -205,3 +205,37 @@ def test_chaos_refuses_a_month_out_of_bounds_in_one_line() -> None:
         done = _chaos(*args, timeout=60)
         assert done.returncode != 0, args
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, args
+
+
+@pytest.mark.slow
+def test_chaos_in_batch_mode_makes_one_batch_a_night_and_equals_the_control() -> None:
+    """`--model batch`: both nights extract through a loopback Batch API; workers are killed
+    and frozen and both servers restarted while the night submits, waits for and reads its
+    batch. The night under faults equals the control, and each night's provider made one batch
+    and billed no request twice."""
+    before = _scratch_dirs()
+    done = _chaos("--model", "batch", "--invoices", "200", "--kills", "3", "--freezes", "1",
+                  "--restarts", "1", "--seed", "3", "--timeout", "400", timeout=480)
+    out = done.stdout
+    lines = out.strip().splitlines()
+    assert lines and lines[-1] == "PASS", out[-4000:] + done.stderr[-2000:]
+    applied = int(re.search(r"^(\d+) faults applied", out, re.M).group(1))
+    assert applied == 6, out[-4000:]
+    # Beside the planned faults, the workers serving the night are killed in the batch's wait.
+    assert re.search(r"^\[\s*[\d.]+s\] kill worker-\d+ \(pid \d+\): SIGKILL while the night waits "
+                     r"for its batch$", out, re.M), out[-4000:]
+    for night in ("control", "chaos"):
+        assert re.search(rf"^{night} night's model batches: 1 planned, 1 created, 200 requests "
+                         r"billed \(0 interactively\), 0 billed twice$", out, re.M), out[-4000:]
+    control = re.search(r"^control: +(.*)$", out, re.M).group(1)
+    faults = re.search(r"^under faults: +(.*)$", out, re.M).group(1)
+    assert control == faults and "model requests 200" in control
+    assert _scratch_dirs() <= before, "the scratch stack's temp dir was removed"
+
+
+def test_chaos_refuses_a_bad_model_mode_in_one_line() -> None:
+    for args in (("--model", "online"), ("--model", "batch", "--nights", "2")):
+        done = _chaos(*args, timeout=60)
+        assert done.returncode != 0, args
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, args
+        assert "--model" in done.stderr, args

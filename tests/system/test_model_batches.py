@@ -28,7 +28,7 @@ from recon.store.model_bill import model_bill
 from recon.tools.seed import seed_night
 from tests.fakes.batch_server import BatchOpenAI
 from tests.fakes.openai_server import API_KEY, MODEL
-from tests.helpers import inprocess_worker, settings_for, start, wait_for
+from tests.helpers import inprocess_worker, recon_cli, settings_for, start, wait_for
 from tests.histories.replay import replayer
 
 PRICE_IN, PRICE_OUT = 0.15, 0.60
@@ -130,7 +130,7 @@ async def test_a_cut_reply_to_create_finds_the_batch_and_creates_none(
 
 @pytest.mark.parametrize("ending", ["deadline", "expired", "failed"])
 async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_rest(
-    pool: asyncpg.Pool, client: Client, night, ending: str
+    pool: asyncpg.Pool, client: Client, night, stack, ending: str
 ) -> None:
     """The deadline passes with 25 of 40 answered (the batch is cancelled, slowly), the batch
     expires with 25 answered, or fails at validation with none: the answers it has are kept and
@@ -143,7 +143,7 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
         fake.answer_only = kept  # the batch answers these, then never finishes by itself
         if ending == "deadline":
             fake.cancel_takes = 1.0
-            changes["model_batch_deadline"] = (datetime.now() + timedelta(seconds=8)).strftime(
+            changes["model_batch_deadline"] = (datetime.now() + timedelta(seconds=20)).strftime(
                 "%H:%M:%S")
         elif ending == "expired":
             fake.expire_after = 6.0
@@ -156,6 +156,13 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
             if ending != "failed":  # what `recon status` says while the night waits
                 waiting = f"waiting for the model's batch ({kept} of {INVOICES} answered)"
                 await wait_for(lambda: _waiting(pool, wf, waiting), 60, waiting, every=0.2)
+            if ending == "deadline":  # the Web UI's pending activity says it (its last look's
+                await wait_for(lambda: _pending_says(handle, waiting), 60,  # words), and
+                               f"the pending wait to say {waiting}", every=0.2)
+                # `recon status` says so, as a person reads it
+                status = await asyncio.to_thread(recon_cli, stack.env(), "status", wf)
+                assert f"Waiting for the model's batch ({kept} of {INVOICES} answered)" in \
+                    status.stdout, status.stdout + status.stderr
             result = await asyncio.wait_for(handle.result(), 180)
         assert result.status == "Completed"
         history = await handle.fetch_history()
@@ -194,31 +201,67 @@ async def test_a_batch_that_does_not_finish_keeps_its_answers_and_asks_only_the_
     assert replayed.replay_failure is None, replayed.replay_failure
 
 
+async def _pending_says(handle, text: str) -> bool:
+    """What the Web UI (and `temporal workflow describe`) shows of the pending wait: the last
+    look's words, "waiting for the model's batch (N of M answered)"."""
+    described = await handle.describe()
+    return any(text in p.last_failure.message
+               for p in described.raw_description.pending_activities)
+
+
 async def _waiting(pool: asyncpg.Pool, wf: str, text: str) -> bool:
     return (await model_bill(pool, wf)).waiting() == text
 
 
-@pytest.mark.parametrize("point", ["before_upload", "after_upload", "after_create", "mid_read"])
+KILLED_BY_FAILPOINT = ["before_upload", "after_upload", "after_create", "mid_read", "after_read"]
+KILLED_FROM_OUTSIDE = ["during_create", "during_wait"]
+
+
+@pytest.mark.parametrize("point", KILLED_BY_FAILPOINT + KILLED_FROM_OUTSIDE)
 async def test_a_worker_killed_anywhere_in_the_batch_makes_one_batch_paid_once(
     pool: asyncpg.Pool, client: Client, night, spawn_worker, point: str
 ) -> None:
-    """SIGKILL at each point of submit and read (`after_create`: the batch made, its id not yet
-    recorded): the successor finds what was done, and the night has one batch, each invoice
-    answered once, nothing asked interactively."""
+    """SIGKILL at each point of submit, wait and read: before and after the upload; during the
+    create (the fake made the batch and holds its reply); after the create, its id not yet
+    recorded; during the wait (between two looks); mid-read (before the read commits) and after
+    the read committed, before it was reported. The successor finds what was done, and the night
+    has one batch, each invoice answered once and recorded once, nothing asked interactively,
+    and the books a crash-free night keeps (every invoice's lines as its document states them)."""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
-    with BatchOpenAI(completion_delay=0.5) as fake:
+    poll = 2.0 if point == "during_wait" else 0.5
+    with BatchOpenAI(completion_delay=8.0 if point == "during_wait" else 0.5) as fake:
         env = fake.env() | {"RECON_HEARTBEAT_SECONDS": "2"}
-        doomed = spawn_worker(queue, **env, RECON_FAILPOINTS=f"model_batch:{point}:kill")
-        settings = settings_for(queue, model_mode="batch", model_batch_poll_seconds=0.5,
+        if point in KILLED_BY_FAILPOINT:
+            env_doomed = env | {"RECON_FAILPOINTS": f"model_batch:{point}:kill"}
+        else:
+            env_doomed = env
+        if point == "during_create":
+            fake.hold_create_reply = 30.0  # the batch is made, its reply held: the kill lands here
+        doomed = spawn_worker(queue, **env_doomed)
+        settings = settings_for(queue, model_mode="batch", model_batch_poll_seconds=poll,
                                 heartbeat_seconds=2)
         handle = await start(client, settings, day, warehouse)
+        if point == "during_create":
+            await wait_for(lambda: asyncio.sleep(0, fake.creates == 1), 120, "the create", every=0.1)
+            doomed.kill()
+        elif point == "during_wait":
+            # Right after a look: the next one is `poll` seconds away, so the kill lands between
+            # two looks (a kill inside a look costs that look's timeout, not a second batch).
+            await wait_for(lambda: asyncio.sleep(0, fake.looks >= 2
+                                                 and time.time() - fake.last_look < 0.5),
+                           120, "the second look", every=0.05)
+            doomed.kill()
+            looks_before = fake.looks
         await wait_for(lambda: asyncio.sleep(0, doomed.process.poll() is not None), 120,
                        f"the worker to die at {point}", every=0.1)
         assert doomed.process.returncode == -9
         spawn_worker(queue, **env)
-        result = await asyncio.wait_for(handle.result(), 180)
+        result = await asyncio.wait_for(handle.result(), 300)
         assert result.status == "Completed"
+        figures = await handle.query("progress")  # the memo's figures, asked of a live worker
+        if point == "during_wait":
+            assert fake.looks > looks_before  # the successor went on looking
         assert fake.creates == 1
         assert len(fake.batches) == 1
         assert fake.interactive() == []
@@ -229,6 +272,20 @@ async def test_a_worker_killed_anywhere_in_the_batch_makes_one_batch_paid_once(
     assert outcomes == Counter({"answered": INVOICES})
     assert await pool.fetchval("SELECT count(*) FROM model_batches WHERE workflow_id = $1"
                                " AND read_at IS NOT NULL", handle.id) == 1
+    assert await _lines(pool, handle.id) == await _document_lines(pool, handle.id)
+    facts = await inspect_run(client, pool, handle.id)
+    assert facts["model_requests_batch"] == INVOICES
+    assert len(await _books(pool, handle.id)) == facts["ledger_rows"] > 0
+    await _figures_as_recorded(pool, figures, handle.id)
+
+
+async def _figures_as_recorded(pool: asyncpg.Pool, figures: dict, wf: str) -> None:
+    """The night's figures (the summary's, the memo's) are what its records hold: a read that was
+    reported by a later attempt than the one that read counts the same."""
+    extracted = await pool.fetchval("SELECT count(DISTINCT invoice_no) FROM invoice_lines"
+                                    " WHERE workflow_id = $1", wf)
+    parked = await pool.fetchval("SELECT count(*) FROM parked_items WHERE workflow_id = $1", wf)
+    assert (figures["extracted"], figures["parked"]) == (extracted, parked)
 
 
 async def test_error_lines_follow_the_interactive_rules(
@@ -260,21 +317,33 @@ async def test_error_lines_follow_the_interactive_rules(
     assert flaky not in parked
 
 
-async def test_an_outage_right_after_the_create_still_makes_one_batch(
+OUTAGE_SECONDS = 60.0
+
+
+@pytest.mark.slow  # a 60 s outage, honestly long; the night is small
+async def test_a_60_s_outage_right_after_the_create_still_makes_one_batch(
     pool: asyncpg.Pool, client: Client, night
 ) -> None:
-    """The create lands, then the provider answers 503 to everything (the create's reply too)
-    for 8 s: the attempts look for the batch until the provider is back, and create none."""
+    """The create lands, then the provider is unreachable for 60 s: every request (the create's
+    reply too) answered 503 or its connection closed without a reply. The attempts look for the
+    batch, and wait for it, until the provider is back; they create none, and the night books
+    what a night without an outage books, each invoice paid once."""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=INVOICES, mismatches=4)
     with BatchOpenAI(completion_delay=0.5) as fake:
-        fake.outage_after_create = 8.0
+        fake.outage_after_create = OUTAGE_SECONDS
+        fake.outage_cuts = True
+        began = time.monotonic()
         wf = await _night(pool, client, _settings(queue, fake), day, warehouse)
+        assert time.monotonic() - began >= OUTAGE_SECONDS  # the outage was in the night
+        assert fake.refused >= 4  # refused both ways (503s and closed connections)
         assert fake.creates == 1
         assert fake.interactive() == []
         assert fake.answered_twice() == []
+        assert sum(fake.billed().values()) == INVOICES
     assert await pool.fetchval("SELECT count(*) FROM model_calls WHERE workflow_id = $1"
                                " AND outcome = 'answered'", wf) == INVOICES
+    assert await _lines(pool, wf) == await _document_lines(pool, wf)
 
 
 @pytest.mark.slow  # two whole 312-invoice nights
@@ -295,6 +364,9 @@ async def test_the_seed_night_in_each_mode(pool: asyncpg.Pool, client: Client, n
             assert fake.answered_twice() == []
         facts = await inspect_run(client, pool, wf)
         measured[mode] = facts
+        # The books a correct night keeps: every invoice's lines as its document states them (the
+        # two warehouses are seeded with different mismatches, so their ledgers differ).
+        assert await _lines(pool, wf) == await _document_lines(pool, wf)
         print(f"{mode}: {facts['model_requests']} requests, {facts['model_tokens']} tokens, "
               f"US${facts['model_cost_usd']:.6f}, {seconds:.1f} s (batch completion delay 5 s)")
     per_token = {m: f["model_cost_usd"] / f["model_tokens"] for m, f in measured.items()}

@@ -77,3 +77,21 @@ def test_the_sources_history_fetched_again_after_a_kill() -> None:
                 if "activityTaskStartedEventAttributes" in e
                 and scheduled[e["activityTaskStartedEventAttributes"]["scheduledEventId"]] == "fetch_sources"]
     assert max(attempts) >= 2
+
+
+def test_the_batch_history_waited_and_survived_a_kill_after_the_create() -> None:
+    """The batch story pins step 2's batch branch: submit (its first attempt killed after the
+    create, before the record), one wait however many looks, one read, in that order."""
+    events = json.loads((HISTORIES / "batch_night.json").read_text())["events"]
+    scheduled = {e["eventId"]: e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+                 for e in events if "activityTaskScheduledEventAttributes" in e}
+    batch = [name for name in scheduled.values() if "model_batch" in name]
+    assert batch == ["submit_model_batches", "wait_for_model_batch", "read_model_batch"]
+    attempts: dict[str, int] = {}
+    for e in events:
+        if "activityTaskStartedEventAttributes" in e:
+            started = e["activityTaskStartedEventAttributes"]
+            name = scheduled[started["scheduledEventId"]]
+            attempts[name] = max(attempts.get(name, 1), started.get("attempt", 1))
+    assert attempts["submit_model_batches"] >= 2  # the killed first attempt
+    assert attempts["wait_for_model_batch"] >= 2  # several looks, one activity in the history

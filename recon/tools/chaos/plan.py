@@ -39,6 +39,7 @@ class ChaosPlan:
     sources: bool = False  # the night's documents and master data come through sources
     mail_outage: bool = False  # with sources: the mail server down for 60 s during the fetch
     warehouses: int = 1  # >1: that many warehouses' nights together (recon/tools/chaos/warehouses.py)
+    model: str = "offline"  # "batch": both nights extract through a loopback Batch API
 
 
 @dataclass

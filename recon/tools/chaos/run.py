@@ -62,6 +62,10 @@ def run_chaos(plan: ChaosPlan, say: Callable[[str], None]) -> None:
         for fleet in fleets:
             fleet.close()
         stack.close()
+        if plan.model == "batch":
+            from recon.tools.chaos import batch_model
+
+            batch_model.close_all()
         signal.signal(signal.SIGINT, interrupt)
         signal.signal(signal.SIGTERM, previous)
 
@@ -158,6 +162,10 @@ async def _both_nights(plan: ChaosPlan, stack: ScratchStack, fleets: list[Worker
             say(f"  {invoice} sent to the model at {offsets}")
     if difference is not None:
         raise ChaosFailed(difference)
+    if plan.model == "batch":
+        from recon.tools.chaos import batch_model
+
+        await batch_model.check_batches(stack.database_url, workflow_id, say)
     if books:
         say(ledger.compare(await ledger.books(books["control"]), await ledger.books(books["chaos"])))
 
@@ -257,6 +265,10 @@ def _worker_env(stack: ScratchStack, night: str, plan: ChaosPlan, hold: Path | N
     settings = load_settings()  # the workers encrypt as this process does (or not at all)
     env.update(keyring_env(settings.payload_keyring, settings.payload_keys_file))
     env.update(ledger_env or {})
+    if plan.model == "batch":
+        from recon.tools.chaos import batch_model
+
+        env.update(batch_model.worker_env(night))
     return env
 
 
@@ -279,12 +291,15 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     settings = replace(load_settings(), temporal_address=stack.temporal.address,
                        temporal_namespace=name, database_url=stack.database_url(name),
                        task_queue=TASK_QUEUE, heartbeat_seconds=plan.heartbeat_seconds,
-                       extract_batch_size=EXTRACT_BATCH, post_batch_size=POST_BATCH)
+                       extract_batch_size=EXTRACT_BATCH, post_batch_size=POST_BATCH,
+                       **_model_settings(plan))
     client = await connect(settings)
     handle = await start_night(client, settings, day or plan.business_date, WAREHOUSE)
     night = Night(name, fleet, started=time.monotonic(), wall_started=time.time(), faults=faults)
     watcher = Watcher(client, settings.database_url, handle.id)
-    breaking = asyncio.ensure_future(apply_faults(night, stack, plan, say, release))
+    breaking = asyncio.ensure_future(asyncio.gather(
+        apply_faults(night, stack, plan, say, release),
+        *_batch_faults(plan, night, settings.database_url, handle.id, say)))
     try:
         await _watch(night, watcher, say)
         breaking.cancel()
@@ -301,6 +316,25 @@ async def _run_night(name: str, plan: ChaosPlan, stack: ScratchStack, fleets: li
     if faults:
         _stale_lines(logs, say)
     return night
+
+
+def _batch_faults(plan: ChaosPlan, night: Night, url: str, workflow_id: str,
+                  say: Callable[[str], None]) -> list:
+    """`--model batch`, the night under faults: a kill that lands in the batch's wait too."""
+    if plan.model != "batch" or not night.faults:
+        return []
+    from recon.tools.chaos import batch_model
+
+    return [batch_model.kill_while_waiting(night, url, workflow_id, say)]
+
+
+def _model_settings(plan: ChaosPlan) -> dict:
+    """The run input's model mode (`--model batch`: recon/tools/chaos/batch_model.py)."""
+    if plan.model != "batch":
+        return {}
+    from recon.tools.chaos import batch_model
+
+    return batch_model.run_settings()
 
 
 def _stale_lines(logs, say: Callable[[str], None], most: int = 10) -> None:
