@@ -87,6 +87,14 @@ def tryton_pg(tryton_cluster: TrytonCluster, tmp_path: Path) -> Iterator[TrytonS
     yield from _pg_server(tryton_cluster, "recon", tmp_path / "tryton-pg")
 
 
+@pytest.fixture(scope="module")
+def tryton_pg_shared(tryton_cluster: TrytonCluster,
+                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrytonServer]:
+    """One Tryton over PostgreSQL (recon_keys activated) for every test of a module that reads
+    back only its own keys: a copy and a trytond start once, not per test."""
+    yield from _pg_server(tryton_cluster, "recon", tmp_path_factory.mktemp("tryton-pg-shared"))
+
+
 @pytest.fixture
 def tryton_pg_without_keys(tryton_cluster: TrytonCluster,
                            tmp_path: Path) -> Iterator[TrytonServer]:

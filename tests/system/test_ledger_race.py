@@ -6,8 +6,7 @@ taken over posts nothing."""
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
+import uuid
 
 import asyncpg
 import pytest
@@ -25,7 +24,16 @@ from tests.tryton import ADMIN_PASSWORD, TrytonServer
 
 pytestmark = pytest.mark.slow
 
-_runs = itertools.count(1)
+
+
+def _fresh_run() -> str:
+    """A workflow id no other test of this process can hold. Not a module-level counter: pytest
+    imports this file as `test_ledger_race` (tests/system has no __init__.py), and
+    test_ledger_tryton_pg.py imports it again as `tests.system.test_ledger_race`, a second module
+    with a second counter. Both counters handed out `race{pid}x1`: the PostgreSQL racing test's
+    first 20 keys were this file's racing test's keys, already recorded posted (into its SQLite
+    Tryton), so only 10 of its 30 were owed and posted (issue 48: "10 of 30 moves")."""
+    return f"recon-2026-10-13-race{uuid.uuid4().hex[:12]}"
 
 
 def _ledger(tryton: TrytonServer) -> TrytonLedger:
@@ -34,14 +42,17 @@ def _ledger(tryton: TrytonServer) -> TrytonLedger:
 
 
 async def _owed(pool: asyncpg.Pool, n: int):
-    wf = f"recon-2026-10-13-race{os.getpid()}x{next(_runs)}"
+    wf = _fresh_run()
     fence = await take_fence(pool, f"{wf}:ledger")
     entries = [LedgerEntry(reference=f"{wf}:INV-{i}:1:price", workflow_id=wf, invoice_no=f"INV-{i}",
                            supplier_id="S001", line_no=1, kind="price", amount_paise=1_000 + i)
                for i in range(n)]
     async with pool.acquire() as conn:
-        await post_entries(conn, entries, fence)
+        # Every entry new and owed: a key some earlier test already settled would silently
+        # shrink what the pushers under test have to do.
+        assert await post_entries(conn, entries, fence) == n
         await postings.enqueue_live(conn, wf, None, "tryton")
+        assert len(await postings.pending(conn, wf, None, False)) == n
     return wf, fence, {e.reference: e.amount_paise for e in entries}
 
 
@@ -80,7 +91,7 @@ async def test_a_batch_with_one_refused_entry_names_it_and_posts_the_rest(
     """Entry 3 of 6 carries a cess part whose Tryton account the settings do not name: the
     batch's one create is refused whole (nothing made), then each entry is settled alone: entry 3
     is recorded failed in words naming it, the five others are posted, once each."""
-    wf = f"recon-2026-10-13-race{os.getpid()}x{next(_runs)}"
+    wf = _fresh_run()
     fence = await take_fence(pool, f"{wf}:ledger")
     entries = [LedgerEntry(reference=f"{wf}:INV-{i}:1:price", workflow_id=wf, invoice_no=f"INV-{i}",
                            supplier_id="S001", line_no=1, kind="price", amount_paise=1_000 + i,
