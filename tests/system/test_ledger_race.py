@@ -152,6 +152,9 @@ async def _frozen_then_taken_over(pool: asyncpg.Pool, tryton: TrytonServer, wf: 
 
     task = asyncio.create_task(stale())
     await asyncio.wait_for(frozen.reached.wait(), 60)
+    # A's transaction keeps the short idle limit it started with; B's get the real one: on a
+    # loaded machine B's own Tryton calls can sit longer than 2 s, and Postgres would end B too.
+    pusher.OUTSIDE_CALL_SECONDS = 100
     live = await asyncio.wait_for(take_fence(pool, f"{wf}:ledger"), 30)  # waits out A's lock
     async with pool.acquire() as conn:
         assert await push(conn, _ledger(tryton), live, wf, None, reversals=reversals,
