@@ -1,6 +1,7 @@
 """A real Tryton server for the tests (trytond + trytond-account from PyPI, SQLite): the session
-builds one database with `recon ledger init`'s own code (recon/ledger/tryton_setup.py, ~15 s)
-and every test gets a copy of its file and its own `trytond` process on a free port.
+builds one database with `recon ledger init`'s own code (recon/ledger/tryton_setup.py, ~15 s;
+with recon's module recon_keys, and one without it where a test asks) and every test gets a copy
+of its file and its own `trytond` process on a free port. Tryton over PostgreSQL: tests/tryton_pg.py.
 
 `moves()` and `lines()` ask Tryton itself (as its admin, over JSON-RPC, not through recon's
 bookkeeping): what the books hold. `set_period_state` writes its SQLite file while it is stopped.
@@ -27,8 +28,11 @@ ADMIN_PASSWORD = "tryton-admin-pw"
 
 
 
-def build_template(directory: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "recon.ledger.tryton_setup", str(directory), "2026"],
+def build_template(directory: Path, keys: bool = True) -> Path:
+    """`keys`: with recon_keys, as `recon ledger init` makes it; without, as an accountant's
+    Tryton is before the module is installed."""
+    subprocess.run([sys.executable, "-m", "recon.ledger.tryton_setup", str(directory), "2026",
+                    *([] if keys else ["--without-keys"])],
                    check=True, env={"RECON_LEDGER_SECRET": ADMIN_PASSWORD, "PATH": "/usr/bin:/bin"},
                    stdout=subprocess.DEVNULL)
     return directory
@@ -38,6 +42,7 @@ def build_template(directory: Path) -> Path:
 class TrytonServer:
     directory: Path
     port: int
+    database: str = DATABASE
     process: subprocess.Popen | None = None
 
     @classmethod
@@ -49,7 +54,7 @@ class TrytonServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/{DATABASE}"
+        return f"http://127.0.0.1:{self.port}/{self.database}"
 
     def env(self) -> dict[str, str]:
         """What a worker needs to post into this Tryton; the password from a file."""
@@ -62,7 +67,7 @@ class TrytonServer:
         log = (self.directory / "trytond.log").open("ab")
         self.process = subprocess.Popen(
             [str(Path(sys.executable).with_name("trytond")), "-c",
-             str(self.directory / "trytond.conf"), "-d", DATABASE],
+             str(self.directory / "trytond.conf"), "-d", self.database],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

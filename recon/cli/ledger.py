@@ -122,6 +122,9 @@ def check() -> None:
     say(f"Tryton at {settings.ledger_url} as {settings.ledger_user}: payable "
         f"{ledger.codes['payable']}, variance {ledger.codes['variance']}, journal "
         f"{ledger.codes['journal']} found")
+    say("module recon_keys: activated, Tryton refuses a second move of a key" if ledger.keyed else
+        "module recon_keys: not activated, recon keeps to the lowest-id rule (on PostgreSQL, "
+        "install it: docs/ledger.md)")
     found = [m for m in mapped if m.party is not None]
     missing = [m for m in mapped if m.party is None]
     say(f"{len(found)} of {len(mapped)} suppliers -> Tryton parties by {ledger.party_by} "

@@ -292,6 +292,9 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "`true`: a supplier with no Tryton party gets a new one named by its id (for a dev "
                 "or test Tryton); `false`: the entry is refused and the night hands over naming "
                 "the supplier"),
+        Setting("RECON_LEDGER_BATCH", "ledger_batch", WHOLE, 100,
+                "Tryton moves step 7 makes per call (one create, one look-up by key, one post for "
+                "all of them, in one fenced transaction); 1: one move at a time", low=1, high=1000),
     )),
     ("Tests, the demo and `recon chaos` only", (
         Setting("RECON_FAILPOINTS", "failpoints", TEXT, "",

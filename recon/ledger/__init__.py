@@ -81,7 +81,8 @@ def outside_ledger(settings) -> OutsideLedger | None:
                             journal=settings.ledger_journal,
                             taxes=tax_accounts(settings.ledger_tax_accounts),
                             party_by=party_by(settings.ledger_party_by),
-                            create_parties=create_parties(settings.ledger_create_parties))
+                            create_parties=create_parties(settings.ledger_create_parties),
+                            batch=int(settings.ledger_batch))
     from recon.ledger.keyed_http import KeyedHttpLedger
 
     return KeyedHttpLedger(settings.ledger_url, secret)

@@ -80,42 +80,124 @@ def _disagreement(ledger: OutsideLedger, entry: Entry, found) -> LedgerDisagrees
 
 async def push(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence, workflow_id: str,
                supplier_id: str | None, *, reversals: bool, step: str) -> int:
-    """Push what is owed; returns how many entries this attempt sent (not found there first)."""
+    """Push what is owed; returns how many entries this attempt sent (not found there first).
+    A ledger with a `batch` size and `post_many` (Tryton) takes the entries that many at a time;
+    a cancel, and any other ledger, one at a time."""
     sent = 0
-    rows = await postings.pending(conn, workflow_id, supplier_id, reversals)
-    for n, row in enumerate(rows, 1):
-        entry = _entry(workflow_id, row)
-        failpoints.hit(f"{step}_outside", n)
+    rows = list(enumerate(await postings.pending(conn, workflow_id, supplier_id, reversals), 1))
+    size = getattr(ledger, "batch", 1) if not reversals and hasattr(ledger, "post_many") else 1
+    if size <= 1:
+        for n, row in rows:
+            failpoints.hit(f"{step}_outside", n)
+            sent += await _push_one(conn, ledger, fence, workflow_id, row, n, step)
+        return sent
+    for start in range(0, len(rows), size):
+        chunk = rows[start:start + size]
+        for n, _ in chunk:
+            failpoints.hit(f"{step}_outside", n)
         try:
-            async with conn.transaction():
-                # The worker's connections end a transaction idle for a few seconds (a frozen
-                # worker must not hold a lock for long); this one waits on the ledger's answers.
-                await postings.wait_for_ledger(conn, OUTSIDE_CALL_SECONDS)
-                await fence.check(conn)  # FOR SHARE: held until this entry is recorded
-                if not await postings.still_pending(conn, entry.key):
-                    continue
-                found = (await ledger.find([entry.key]))[entry.key] if ledger.looks_up else []
-                if len(found) > 1 or (found and found[0].amount_paise != entry.amount_paise):
-                    raise _disagreement(ledger, entry, found)
-                if found:
-                    outside_id = found[0].outside_id
+            sent += await _push_batch(conn, ledger, fence, workflow_id, chunk, step)
+        except (LedgerRefused, LedgerDisagrees):
+            sent += await _one_by_one(conn, ledger, fence, workflow_id, chunk, step)
+    return sent
+
+
+async def _push_one(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence,
+                    workflow_id: str, row: asyncpg.Record, n: int, step: str) -> int:
+    """One entry, check-then-post under the fence; a refusal is recorded `failed` and raised."""
+    entry = _entry(workflow_id, row)
+    try:
+        async with conn.transaction():
+            # The worker's connections end a transaction idle for a few seconds (a frozen
+            # worker must not hold a lock for long); this one waits on the ledger's answers.
+            await postings.wait_for_ledger(conn, OUTSIDE_CALL_SECONDS)
+            await fence.check(conn)  # FOR SHARE: held until this entry is recorded
+            if not await postings.still_pending(conn, entry.key):
+                return 0
+            found = (await ledger.find([entry.key]))[entry.key] if ledger.looks_up else []
+            if len(found) > 1 or (found and found[0].amount_paise != entry.amount_paise):
+                raise _disagreement(ledger, entry, found)
+            sent = 0
+            if found:
+                outside_id = found[0].outside_id
+            else:
+                # Asked again right before writing to the ledger: a look-up that took long
+                # may have outlived the transaction holding the fence. A pause after this
+                # check is the ledger's to survive: Tryton posts only the lowest move of a
+                # key (its adapter's `_settle`); a key-enforcing ledger answers a repeat
+                # with its first answer.
+                await fence.check(conn)
+                if entry.reverses:
+                    outside_id = await ledger.cancel(entry, row["original_id"])
                 else:
-                    # Asked again right before writing to the ledger: a look-up that took long
-                    # may have outlived the transaction holding the fence. A pause after this
-                    # check is the ledger's to survive: Tryton posts only the lowest move of a
-                    # key (its adapter's `_settle`); a key-enforcing ledger answers a repeat
-                    # with its first answer.
-                    await fence.check(conn)
-                    if entry.reverses:
-                        outside_id = await ledger.cancel(entry, row["original_id"])
-                    else:
-                        outside_id = await ledger.post(entry)
-                    sent += 1
-                failpoints.hit(f"{step}_landed", n)  # in the ledger, not yet recorded here
-                await postings.mark(conn, entry.key, postings.POSTED, outside_id)
-        except (LedgerRefused, LedgerDisagrees) as exc:
-            await postings.mark(conn, entry.key, postings.FAILED, words=str(exc))
+                    outside_id = await ledger.post(entry)
+                sent = 1
+            failpoints.hit(f"{step}_landed", n)  # in the ledger, not yet recorded here
+            await postings.mark(conn, entry.key, postings.POSTED, outside_id)
+            return sent
+    except LedgerDisagrees as exc:
+        await postings.mark(conn, entry.key, postings.FAILED, words=str(exc))
+        raise
+    except LedgerRefused as exc:
+        # The ledger's words, named by the entry they refuse (a period or an account is the
+        # same for many entries; the person retrying must know which one stopped).
+        named = exc if entry.key in str(exc) else LedgerRefused(f"{entry.key}: {exc}")
+        await postings.mark(conn, entry.key, postings.FAILED, words=str(named))
+        if named is exc:
             raise
+        raise named from exc
+
+
+async def _push_batch(conn: asyncpg.Connection, ledger, fence: Fence, workflow_id: str,
+                      chunk: list[tuple[int, asyncpg.Record]], step: str) -> int:
+    """Many entries in one fenced transaction: their rows locked, all keys looked up in one
+    call, the ones not there posted by one `post_many`, all recorded in one statement. The
+    exactly-once argument is per key and unchanged: the fence is held (FOR SHARE) from before
+    the look-up until every key of the batch is recorded, and the ledger settles each key of the
+    batch by its own rule (Tryton: `_settle`). A refusal or disagreement anywhere rolls the
+    batch's transaction back (nothing recorded) and is raised for `_one_by_one`."""
+    entries = {row["reference"]: (n, _entry(workflow_id, row)) for n, row in chunk}
+    async with conn.transaction():
+        await postings.wait_for_ledger(conn, OUTSIDE_CALL_SECONDS)
+        await fence.check(conn)  # FOR SHARE: held until the whole batch is recorded
+        todo = await postings.still_pending_of(conn, list(entries))
+        if not todo:
+            return 0
+        keys = [key for key in entries if key in todo]
+        held = await ledger.find(keys)
+        outside: dict[str, str] = {}
+        new: list[Entry] = []
+        for key in keys:
+            entry, found = entries[key][1], held[key]
+            if len(found) > 1 or (found and found[0].amount_paise != entry.amount_paise):
+                raise _disagreement(ledger, entry, found)
+            if found:
+                outside[key] = found[0].outside_id
+            else:
+                new.append(entry)
+        if new:
+            await fence.check(conn)  # asked again right before writing, as `_push_one` does
+            outside.update(zip((e.key for e in new), await ledger.post_many(new), strict=True))
+        for key in keys:
+            failpoints.hit(f"{step}_landed", entries[key][0])  # landed, not yet recorded here
+        await postings.mark_posted(conn, outside)
+        return len(new)
+
+
+async def _one_by_one(conn: asyncpg.Connection, ledger: OutsideLedger, fence: Fence,
+                      workflow_id: str, chunk: list[tuple[int, asyncpg.Record]], step: str) -> int:
+    """A batch the ledger refused, settled entry by entry: the refused entry is recorded
+    `failed` with the ledger's words naming it, every other one is posted, then the first
+    refusal is raised (the step hands over naming it). A disagreement stops at once: a key
+    reused with another amount is a bug, nothing more is posted."""
+    sent, refused = 0, None
+    for n, row in chunk:
+        try:
+            sent += await _push_one(conn, ledger, fence, workflow_id, row, n, step)
+        except LedgerRefused as exc:
+            refused = refused or exc
+    if refused is not None:
+        raise refused
     return sent
 
 

@@ -21,70 +21,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
-import urllib.request
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from recon.domain.money import BASE_CURRENCY, amount
 from recon.domain.settings_table import default_of
-from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused, LedgerSettingsRefused
-from recon.ledger.wire import LedgerUnavailable, exchange
+from recon.ledger.port import Entry, Found, LedgerDisagrees, LedgerRefused
+from recon.ledger.tryton_json import TrytonUnavailable, send
+from recon.ledger.tryton_json import paise as _paise
+from recon.ledger.tryton_json import side as _side
 
-TIMEOUT_SECONDS = 30.0
+__all__ = ["TrytonLedger", "TrytonUnavailable"]  # TrytonUnavailable: what the adapter raises
 
-
-class TrytonUnavailable(LedgerUnavailable):
-    """Tryton answered 5xx/429 or no whole answer at all: temporary (recon/ledger/wire.py)."""
-
-    outage_words = "Tryton unreachable"
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, date):
-        return {"__class__": "date", "year": value.year, "month": value.month, "day": value.day}
-    if isinstance(value, Decimal):
-        return {"__class__": "Decimal", "decimal": str(value)}
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if value.get("__class__") == "Decimal":
-            return Decimal(value["decimal"])
-        if value.get("__class__") == "date":
-            return date(value["year"], value["month"], value["day"])
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
-
-
-def _words(error: Any) -> str:
-    """Tryton's error, as its user would read it: the message (and description) of a UserError."""
-    if isinstance(error, list) and len(error) == 2 and isinstance(error[1], list | tuple):
-        kind, args = error
-        text = " ".join(str(a) for a in args[:2] if isinstance(a, str) and a)
-        return f"{kind}: {text}" if text else str(kind)
-    if isinstance(error, list) and error:
-        return str(error[0])
-    return str(error)
-
-
-def _paise(amount: Decimal) -> int:
-    return int((amount * 100).to_integral_value())
-
-
-def _side(debit_paise: int) -> dict[str, Decimal]:
-    """A signed amount as Tryton's debit and credit (both positive, one of them zero)."""
-    amount = Decimal(abs(debit_paise)) / 100
-    return {"debit": amount if debit_paise > 0 else Decimal(0),
-            "credit": amount if debit_paise < 0 else Decimal(0)}
+# The move's field that recon's Tryton module (recon_keys) adds, unique by Tryton's constraint,
+# and the words its refusal carries (recon_keys/message.xml).
+KEY_FIELD = "recon_key"
+KEY_TAKEN = "recon_key_unique"
 
 
 class TrytonLedger:
@@ -94,42 +47,28 @@ class TrytonLedger:
     def __init__(self, url: str, user: str, password: str, *, payable: str, variance: str,
                  journal: str, taxes: dict[str, str] | None = None,
                  party_by: str = str(default_of("RECON_LEDGER_PARTY_BY")),
-                 create_parties: bool = False) -> None:
+                 create_parties: bool = False,
+                 batch: int = int(default_of("RECON_LEDGER_BATCH"))) -> None:
         self.url = url.rstrip("/") + "/rpc/"
         self.user, self.password = user, password
         self.codes = {"payable": payable, "variance": variance, "journal": journal}
         self.tax_codes = taxes or {}
         self.party_by, self.create_parties = party_by, create_parties
+        # Entries the pusher hands `post_many` at once (RECON_LEDGER_BATCH): one create, one
+        # look-up, one post for all. 100 moves (about 300 lines) keep each call a few seconds at
+        # most on a loaded Tryton, well inside the pusher's idle limit (OUTSIDE_CALL_SECONDS).
+        self.batch = batch
         self._auth: str | None = None
         self._context: dict = {}
         self._ids: dict[str, int] = {}
         self._parties: dict[str, int] = {}
         self._periods: dict[date, int] = {}
         self._ready = asyncio.Lock()
+        self.keyed = False  # learnt in `_prepare`: does this Tryton have recon_keys?
 
     # ------------------------------------------------------------------ the wire
     def _send(self, method: str, params: list, auth: str | None) -> Any:
-        body = json.dumps({"id": 1, "method": method, "params": _encode(params)}).encode()
-        request = urllib.request.Request(self.url, data=body, method="POST",
-                                         headers={"Content-Type": "application/json"})
-        if auth:
-            request.add_header("Authorization", auth)
-        status, raw = exchange(request, TIMEOUT_SECONDS, f"Tryton at {self.url} ({method})",
-                               TrytonUnavailable)
-        if status in (401, 403):
-            raise PermissionError(f"Tryton refused the session ({status})")
-        if status == 404:
-            raise LedgerSettingsRefused(f"Tryton has no database at {self.url}")
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            raise LedgerRefused(f"Tryton answered {method} ({status}) with no JSON-RPC: "
-                                f"{raw[:200].decode(errors='replace')}") from None
-        if isinstance(answer, dict) and answer.get("error"):
-            raise LedgerRefused(f"Tryton refused {method}: {_words(answer['error'])}")
-        if status >= 400 or not isinstance(answer, dict):
-            raise LedgerRefused(f"Tryton answered {method} with {status}: {str(answer)[:200]}")
-        return _decode(answer.get("result"))
+        return send(self.url, method, params, auth)
 
     async def _call(self, method: str, *params: Any) -> Any:
         await self._prepare()
@@ -173,6 +112,12 @@ class TrytonLedger:
                             f"; Tryton user {self.user} has no current company: add the company to "
                             "its Companies and make it the Current Company (docs/ledger.md)"))
                 found_ids[what] = found[0]
+            # recon_keys (recon/ledger/tryton_module) adds `recon_key` to the move: with it,
+            # Tryton itself refuses a second move of a key (`_post_keyed`).
+            fields = await asyncio.to_thread(
+                self._send, "model.account.move.fields_get", [[KEY_FIELD], self._context],
+                self._auth)
+            self.keyed = KEY_FIELD in fields
             self._ids.update(found_ids)
 
     # ------------------------------------------------------------------ master data
@@ -282,6 +227,22 @@ class TrytonLedger:
             move["total"] += line["debit"] - line["credit"]
         return [moves[k] for k in sorted(moves)]
 
+    async def _post(self, moves: list[int]) -> None:
+        """Post these moves in one call. Tryton refuses its post button on a move already posted
+        (another attempt's `find` may have posted one meanwhile: that is success), so on a
+        refusal the states are read and the moves still draft are posted again; a refusal with
+        every move still draft is Tryton's own (a closed period) and is raised."""
+        while moves:
+            try:
+                await self._call("model.account.move.post", moves)
+                return
+            except LedgerRefused:
+                states = await self._call("model.account.move.read", moves, ["state"])
+                drafts = [m["id"] for m in states if m["state"] == "draft"]
+                if len(drafts) == len(moves):
+                    raise
+                moves = drafts
+
     async def find(self, keys: list[str]) -> dict[str, list[Found]]:
         """What Tryton holds under each key, by the rule `_settle` keeps: every posted move, and
         the lowest-id move when it is still a draft (a creator stopped between its create and its
@@ -296,25 +257,28 @@ class TrytonLedger:
             by_key.setdefault(move["key"], []).append(move)
         lowest_drafts = [held[0]["id"] for held in by_key.values() if held[0]["state"] == "draft"]
         if lowest_drafts:
-            await self._call("model.account.move.post", lowest_drafts)
+            await self._post(lowest_drafts)
         for key, held in by_key.items():
             for move in held:
                 if move["state"] == "posted" or move is held[0]:
                     answer[key].append(Found(key, str(move["id"]), _paise(move["total"])))
         return answer
 
-    async def _settle(self, key: str, draft: int, paise: int) -> int:
-        """Post the move of `key` that is the one, and return its id: the lowest-id move of the
-        key. Our `draft` (created and committed by Tryton before this call) is deleted if a move
-        with the key and a lower id exists, draft or posted, and that one is posted instead (a
-        post of a move already posted by someone else changes nothing: that is success).
+    async def _settle(self, drafts: dict[str, tuple[int, int]]) -> dict[str, int]:
+        """Post the move of each key that is the one, and return its id: the lowest-id move of the
+        key. `drafts` holds, per key, our draft (created and committed by Tryton before this call)
+        and the entry's amount in paise. All keys are looked up in one call, every draft that is
+        not the lowest of its key is deleted in one call and every lowest move posted in one call
+        (a post of a move already posted by someone else changes nothing: that is success).
 
-        Why this leaves exactly one posted move whatever the interleaving, with no lock:
+        Why this leaves exactly one posted move per key whatever the interleaving, with no lock
+        (each key on its own: a batch is many keys side by side, none depends on another):
         1. Only the lowest-id move of a key is ever posted: here, and in `find`, which posts a
            draft only when it is the lowest of its key.
         2. The lowest-id move never changes once someone has seen it: a move made later gets a
            higher id (Tryton's ids increase), and each creator's create has committed before its
-           own look-up, so of two creators the later one's look-up sees the earlier one's move.
+           own look-up (a batch's create is one Tryton transaction, committed whole before the
+           batch's look-up), so of two creators the later one's look-up sees the earlier one's.
         3. So every creator posts the same move, the lowest, and a creator whose draft is not the
            lowest deletes it; Tryton lets a draft be deleted and refuses to delete a posted move,
            and by 1 nobody posts a draft that is not the lowest.
@@ -322,37 +286,55 @@ class TrytonLedger:
         look-up, this look-up and its post) posts the lowest move it saw, which by 2 is the
         lowest there is: a stale attempt woken after a takeover adds nothing. What 2 assumes:
         ids in the order creates commit. SQLite (one writer at a time) gives it; on PostgreSQL
-        two creates of one key would have to overlap inside Tryton itself (each is one short
-        request) and commit out of id order, which recon's fence leaves to a stale attempt
-        woken within milliseconds of the live one's create; step 7's closing check counts posted
-        moves per key and would hand that over."""
-        held = await self._moves([key])
-        lowest = held[0]["id"] if held else draft
-        if lowest < draft and _paise(held[0]["total"]) != paise:
-            await self._call("model.account.move.delete", [draft])
-            raise LedgerDisagrees(f"Tryton move {lowest} carries {key} with "
-                                  f"{_paise(held[0]['total'])} paise on the payable; recon's entry "
-                                  f"is {paise}: a key reused with another amount, nothing posted")
-        if lowest < draft:
+        two creates of one key would have to overlap inside Tryton itself and commit out of id
+        order, which recon's fence leaves to a stale attempt woken within milliseconds of the live
+        one's create; step 7's closing check counts posted moves per key and would hand that over.
+        Tryton with recon's module (`recon_keys`, docs/ledger.md) closes that gap: there a second
+        move of a key is refused by Tryton's own unique constraint."""
+        held: dict[str, list[dict]] = {}
+        for move in await self._moves(list(drafts)):
+            held.setdefault(move["key"], []).append(move)
+        lowest: dict[str, int] = {}
+        losers: list[int] = []
+        disagrees: LedgerDisagrees | None = None
+        for key, (draft, paise) in drafts.items():
+            first = held[key][0] if held.get(key) else None
+            lowest[key] = first["id"] if first else draft
+            if first and lowest[key] < draft:
+                losers.append(draft)
+                if disagrees is None and _paise(first["total"]) != paise:
+                    disagrees = LedgerDisagrees(
+                        f"Tryton move {first['id']} carries {key} with {_paise(first['total'])} "
+                        f"paise on the payable; recon's entry is {paise}: a key reused with "
+                        "another amount, nothing posted")
+        if losers:
             try:
-                await self._call("model.account.move.delete", [draft])
+                await self._call("model.account.move.delete", losers)
             except LedgerRefused:
-                # Our draft was posted meanwhile: only by someone who saw no lower id, which the
-                # argument above rules out; say so rather than hide a second posted move.
-                raise LedgerRefused(f"Tryton moves {lowest} and {draft} both carry {key} and "
-                                    f"{draft} cannot be deleted: a person must look") from None
-        await self._call("model.account.move.post", [lowest])
+                # A draft of ours was posted meanwhile: only by someone who saw no lower id, which
+                # the argument above rules out; say so rather than hide a second posted move.
+                raise LedgerRefused(
+                    f"Tryton moves {', '.join(map(str, losers))} carry keys held by lower moves "
+                    "and cannot all be deleted: a person must look") from None
+        if disagrees is not None:
+            raise disagrees  # the other keys' lowest drafts stay drafts: `find` posts them
+        await self._post(sorted(set(lowest.values())))
         return lowest
 
-    async def post(self, entry: Entry) -> str:
+    @staticmethod
+    def _refuse_other_currency(entry: Entry) -> None:
+        """The company books in ₹ (recon ledger init makes it so): a move line's debit and credit
+        are in its currency, and recon assumes no rate. Refused, never converted, before any
+        call to Tryton."""
         if entry.currency != BASE_CURRENCY:
-            # The company books in ₹ (recon ledger init makes it so): a move line's debit and
-            # credit are in its currency, and recon assumes no rate. Refused, never converted.
             raise LedgerRefused(
                 f"{entry.key} is {amount(entry.amount_paise, entry.currency)}: the Tryton company "
                 f"books in ₹ and recon assumes no exchange rate; post it by hand at the rate of "
                 f"the day")
-        await self._prepare()
+
+    async def _move(self, entry: Entry) -> dict:
+        """The move of one entry as Tryton's `create` takes it (a refusal names its entry)."""
+        self._refuse_other_currency(entry)
         party = await self._party(entry)
         period = await self._period(entry.business_date)
         # The payable takes the whole claim; the variance its taxable value and each tax part
@@ -362,13 +344,68 @@ class TrytonLedger:
         lines.append({"account": self._ids["variance"], **_side(-taxable)})
         for part, paise in entry.taxes:
             lines.append({"account": await self._tax_account(part), **_side(-paise)})
-        await self.before_create(entry)
-        created = await self._call("model.account.move.create", [{
-            "journal": self._ids["journal"], "period": period, "date": entry.business_date,
-            "description": entry.key, "lines": [["create", lines]],
-        }])
-        await self.before_settle(entry)
-        return str(await self._settle(entry.key, created[0], entry.amount_paise))
+        move = {"journal": self._ids["journal"], "period": period, "date": entry.business_date,
+                "description": entry.key, "lines": [["create", lines]]}
+        return {**move, KEY_FIELD: entry.key} if self.keyed else move
+
+    async def post(self, entry: Entry) -> str:
+        return (await self.post_many([entry]))[0]
+
+    async def post_many(self, entries: list[Entry]) -> list[str]:
+        """Post a batch: every draft in one `create` (one Tryton transaction: all made or none),
+        then `_settle` for all their keys at once. Returns the ids in the entries' order. A
+        refusal (a closed period, an unknown account) refuses the whole batch; the pusher then
+        settles its entries one by one, so the refusal names its entry and the rest post."""
+        for entry in entries:
+            self._refuse_other_currency(entry)
+        await self._prepare()
+        moves = [await self._move(entry) for entry in entries]
+        if self.keyed:
+            return await self._post_keyed(entries, moves)
+        await self.before_create(entries[0])
+        created = await self._call("model.account.move.create", moves)
+        await self.before_settle(entries[0])
+        settled = await self._settle({entry.key: (draft, entry.amount_paise)
+                                      for entry, draft in zip(entries, created, strict=True)})
+        return [str(settled[entry.key]) for entry in entries]
+
+    async def _post_keyed(self, entries: list[Entry], moves: list[dict]) -> list[str]:
+        """With recon_keys: each move carries its key in its own create, and Tryton's unique
+        constraint refuses a move whose key is already in the books, whatever the ids and
+        whoever races (on PostgreSQL a second create of a key waits for the first to commit,
+        then is refused). A refused create makes nothing (one transaction); recon then looks the
+        batch's keys up, takes what is there (a draft left by a creator stopped before its post
+        is posted by `find`: it is the only move of its key) and creates the rest again."""
+        ids: dict[str, str] = {}
+        todo = list(zip(entries, moves, strict=True))
+        for _ in range(len(entries) + 1):  # each refusal finds at least one key already there
+            if not todo:
+                break
+            await self.before_create(todo[0][0])
+            try:
+                created = await self._call("model.account.move.create", [m for _, m in todo])
+            except LedgerRefused as exc:
+                if KEY_TAKEN not in str(exc):
+                    raise
+                held = await self.find([entry.key for entry, _ in todo])
+                for entry, _ in todo:
+                    for found in held[entry.key]:
+                        if found.amount_paise != entry.amount_paise:
+                            raise LedgerDisagrees(
+                                f"Tryton move {found.outside_id} carries {entry.key} with "
+                                f"{found.amount_paise} paise on the payable; recon's entry is "
+                                f"{entry.amount_paise}: a key reused with another amount") from None
+                        ids[entry.key] = found.outside_id
+                todo = [(entry, move) for entry, move in todo if entry.key not in ids]
+                continue
+            await self.before_settle(todo[0][0])
+            await self._post(created)
+            ids.update((entry.key, str(move)) for (entry, _), move in zip(todo, created, strict=True))
+            todo = []
+        if todo:
+            raise LedgerRefused(f"Tryton refused {todo[0][0].key} as already in the books, yet "
+                                "holds no move with it: a person must look")
+        return [ids[entry.key] for entry in entries]
 
     async def before_create(self, entry: Entry) -> None:
         """Nothing; a test pauses here (after the look-up, before the draft is made)."""
@@ -436,14 +473,15 @@ class TrytonLedger:
         swapped = [{"account": ln["account"], "party": ln["party"], "debit": ln["credit"],
                     "credit": ln["debit"], "origin": f"account.move.line,{ln['id']}"}
                    for ln in lines]
+        reversal = {"journal": original["journal"], "period": original["period"],
+                    "date": original["date"], "description": entry.key,
+                    "origin": f"account.move,{move}", "lines": [["create", swapped]]}
+        if self.keyed:  # Tryton refuses a second reversal of the key itself
+            return (await self._post_keyed([entry], [{**reversal, KEY_FIELD: entry.key}]))[0]
         await self.before_create(entry)
-        created = await self._call("model.account.move.create", [{
-            "journal": original["journal"], "period": original["period"],
-            "date": original["date"], "description": entry.key,
-            "origin": f"account.move,{move}", "lines": [["create", swapped]],
-        }])
+        created = await self._call("model.account.move.create", [reversal])
         await self.before_settle(entry)
-        return str(await self._settle(entry.key, created[0], entry.amount_paise))
+        return str((await self._settle({entry.key: (created[0], entry.amount_paise)}))[entry.key])
 
     async def close(self) -> None:
         return None

@@ -79,6 +79,26 @@ async def still_pending(conn: asyncpg.Connection, reference: str) -> bool:
         " FOR UPDATE", reference))
 
 
+async def still_pending_of(conn: asyncpg.Connection, references: list[str]) -> set[str]:
+    """A batch's `still_pending`: which of `references` no attempt settled meanwhile, their rows
+    locked in key order (LockRows over Sort, as `_MARK_VERIFIED` says), so two attempts taking
+    overlapping batches wait for each other instead of each holding a row the other wants."""
+    return {r["reference"] for r in await conn.fetch(
+        "SELECT reference FROM ledger_postings WHERE reference = ANY($1::text[])"
+        " AND state IN ('waiting', 'failed') ORDER BY reference COLLATE \"C\" FOR UPDATE",
+        references)}
+
+
+async def mark_posted(conn: asyncpg.Connection, outside_ids: dict[str, str]) -> None:
+    """A batch's `mark(..., POSTED, id)`: each reference with the ledger's id for it."""
+    await conn.execute(
+        "UPDATE ledger_postings p SET state = 'posted', outside_id = b.outside_id, words = '',"
+        " attempts = attempts + 1, updated_at = now()"
+        " FROM unnest($1::text[], $2::text[]) AS b(reference, outside_id)"
+        " WHERE p.reference = b.reference",
+        list(outside_ids), list(outside_ids.values()))
+
+
 async def mark(conn: asyncpg.Connection, reference: str, state: str, outside_id: str | None = None,
                words: str = "") -> None:
     await conn.execute(

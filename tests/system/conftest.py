@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import Stack, clean_environment
 from tests.tryton import TrytonServer, build_template
+from tests.tryton_pg import TrytonCluster
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +39,67 @@ def tryton(tryton_template: Path, tmp_path: Path) -> Iterator[TrytonServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def tryton_template_without_keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same database without recon_keys: the lowest-id rule's Tryton."""
+    return build_template(tmp_path_factory.mktemp("tryton") / "plain", keys=False)
+
+
+@pytest.fixture
+def tryton_without_keys(tryton_template_without_keys: Path,
+                        tmp_path: Path) -> Iterator[TrytonServer]:
+    server = TrytonServer.copy_of(tryton_template_without_keys, tmp_path / "tryton-plain")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def tryton_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrytonCluster]:
+    """Debian's PostgreSQL as Tryton's database (tests/tryton_pg.py), with two templates:
+    `recon` (recon_keys activated, as `recon ledger init` makes it) and `plain` (without)."""
+    cluster = TrytonCluster.start()
+    try:
+        folder = tmp_path_factory.mktemp("tryton-pg")
+        cluster.build("recon", folder / "recon", keys=True)
+        cluster.build("plain", folder / "plain", keys=False)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _pg_server(cluster: TrytonCluster, template: str, directory: Path) -> Iterator[TrytonServer]:
+    server = cluster.copy_of(template, directory)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def tryton_pg(tryton_cluster: TrytonCluster, tmp_path: Path) -> Iterator[TrytonServer]:
+    """A running Tryton over PostgreSQL, recon_keys activated, on a copy for one test."""
+    yield from _pg_server(tryton_cluster, "recon", tmp_path / "tryton-pg")
+
+
+@pytest.fixture(scope="module")
+def tryton_pg_shared(tryton_cluster: TrytonCluster,
+                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrytonServer]:
+    """One Tryton over PostgreSQL (recon_keys activated) for every test of a module that reads
+    back only its own keys: a copy and a trytond start once, not per test."""
+    yield from _pg_server(tryton_cluster, "recon", tmp_path_factory.mktemp("tryton-pg-shared"))
+
+
+@pytest.fixture
+def tryton_pg_without_keys(tryton_cluster: TrytonCluster,
+                           tmp_path: Path) -> Iterator[TrytonServer]:
+    """A running Tryton over PostgreSQL without recon_keys."""
+    yield from _pg_server(tryton_cluster, "plain", tmp_path / "tryton-pg-plain")
 
 
 @pytest.fixture

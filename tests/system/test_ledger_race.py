@@ -6,8 +6,7 @@ taken over posts nothing."""
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
+import uuid
 
 import asyncpg
 import pytest
@@ -15,16 +14,26 @@ import pytest
 from recon.domain.errors import StaleAttempt
 from recon.domain.keys import undo_key
 from recon.ledger import pusher
+from recon.ledger.port import LedgerRefused
 from recon.ledger.pusher import push
 from recon.ledger.tryton import TrytonLedger
 from recon.store import ledger_postings as postings
 from recon.store.fences import take_fence
-from recon.store.ledger import LedgerEntry, post_entries
+from recon.store.ledger import LedgerEntry, TaxParts, post_entries
 from tests.tryton import ADMIN_PASSWORD, TrytonServer
 
 pytestmark = pytest.mark.slow
 
-_runs = itertools.count(1)
+
+
+def _fresh_run() -> str:
+    """A workflow id no other test of this process can hold. Not a module-level counter: pytest
+    imports this file as `test_ledger_race` (tests/system has no __init__.py), and
+    test_ledger_tryton_pg.py imports it again as `tests.system.test_ledger_race`, a second module
+    with a second counter. Both counters handed out `race{pid}x1`: the PostgreSQL racing test's
+    first 20 keys were this file's racing test's keys, already recorded posted (into its SQLite
+    Tryton), so only 10 of its 30 were owed and posted (issue 48: "10 of 30 moves")."""
+    return f"recon-2026-10-13-race{uuid.uuid4().hex[:12]}"
 
 
 def _ledger(tryton: TrytonServer) -> TrytonLedger:
@@ -33,14 +42,17 @@ def _ledger(tryton: TrytonServer) -> TrytonLedger:
 
 
 async def _owed(pool: asyncpg.Pool, n: int):
-    wf = f"recon-2026-10-13-race{os.getpid()}x{next(_runs)}"
+    wf = _fresh_run()
     fence = await take_fence(pool, f"{wf}:ledger")
     entries = [LedgerEntry(reference=f"{wf}:INV-{i}:1:price", workflow_id=wf, invoice_no=f"INV-{i}",
                            supplier_id="S001", line_no=1, kind="price", amount_paise=1_000 + i)
                for i in range(n)]
     async with pool.acquire() as conn:
-        await post_entries(conn, entries, fence)
+        # Every entry new and owed: a key some earlier test already settled would silently
+        # shrink what the pushers under test have to do.
+        assert await post_entries(conn, entries, fence) == n
         await postings.enqueue_live(conn, wf, None, "tryton")
+        assert len(await postings.pending(conn, wf, None, False)) == n
     return wf, fence, {e.reference: e.amount_paise for e in entries}
 
 
@@ -71,6 +83,37 @@ async def test_a_pusher_whose_fence_was_taken_over_posts_nothing(
     assert tryton.moves() == []
     assert await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1"
                                " AND state = 'waiting'", wf) == 3
+
+
+async def test_a_batch_with_one_refused_entry_names_it_and_posts_the_rest(
+    pool: asyncpg.Pool, tryton: TrytonServer
+) -> None:
+    """Entry 3 of 6 carries a cess part whose Tryton account the settings do not name: the
+    batch's one create is refused whole (nothing made), then each entry is settled alone: entry 3
+    is recorded failed in words naming it, the five others are posted, once each."""
+    wf = _fresh_run()
+    fence = await take_fence(pool, f"{wf}:ledger")
+    entries = [LedgerEntry(reference=f"{wf}:INV-{i}:1:price", workflow_id=wf, invoice_no=f"INV-{i}",
+                           supplier_id="S001", line_no=1, kind="price", amount_paise=1_000 + i,
+                           parts=TaxParts(taxable_paise=900 + i, cess_paise=100) if i == 3 else None)
+               for i in range(6)]
+    async with pool.acquire() as conn:
+        await post_entries(conn, entries, fence)
+        await postings.enqueue_live(conn, wf, None, "tryton")
+    ledger = TrytonLedger(tryton.url, "admin", ADMIN_PASSWORD, payable="AP", variance="PPV",
+                          journal="EXP", taxes={}, create_parties=True)
+    assert ledger.batch >= 6
+    refused = entries[3].reference
+    async with pool.acquire() as conn:
+        with pytest.raises(LedgerRefused) as caught:
+            await push(conn, ledger, fence, wf, None, reversals=False, step="race")
+    assert str(caught.value).startswith(f"{refused}: Tryton has no account for the CESS part")
+    held = {m["description"]: (m["state"], m["paise"]) for m in tryton.moves()}
+    assert held == {e.reference: ("posted", e.amount_paise) for e in entries if e.reference != refused}
+    states = {r["reference"]: (r["state"], r["words"]) for r in await pool.fetch(
+        "SELECT reference, state, words FROM ledger_postings WHERE workflow_id = $1", wf)}
+    assert states.pop(refused) == ("failed", str(caught.value))
+    assert {state for state, _ in states.values()} == {"posted"}
 
 
 class _Paused(TrytonLedger):
@@ -109,6 +152,9 @@ async def _frozen_then_taken_over(pool: asyncpg.Pool, tryton: TrytonServer, wf: 
 
     task = asyncio.create_task(stale())
     await asyncio.wait_for(frozen.reached.wait(), 60)
+    # A's transaction keeps the short idle limit it started with; B's get the real one: on a
+    # loaded machine B's own Tryton calls can sit longer than 2 s, and Postgres would end B too.
+    pusher.OUTSIDE_CALL_SECONDS = 100
     live = await asyncio.wait_for(take_fence(pool, f"{wf}:ledger"), 30)  # waits out A's lock
     async with pool.acquire() as conn:
         assert await push(conn, _ledger(tryton), live, wf, None, reversals=reversals,
@@ -124,15 +170,19 @@ def _every_move_of(tryton: TrytonServer, key: str) -> list[dict]:
                        None, ["state"])
 
 
+@pytest.mark.parametrize("keys", [True, False], ids=["recon_keys", "without"])
 @pytest.mark.parametrize("where", ["before_create", "before_settle"])
 async def test_a_worker_frozen_inside_its_post_and_woken_after_a_takeover_posts_no_second_move(
-    pool: asyncpg.Pool, tryton: TrytonServer, monkeypatch: pytest.MonkeyPatch, where: str
+    pool: asyncpg.Pool, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+    where: str, keys: bool
 ) -> None:
     """The window check-then-post alone left open: A looked the key up (nothing there), checked
     its fence, froze longer than the idle limit; B took over and posted; A woke and made its
     move. Tryton now holds A's move as a draft with a higher id than B's, A deletes it and
     takes B's: one posted move. (Frozen after its create instead: B finds A's draft, the lowest,
-    and posts it; A finds it posted.)"""
+    and posts it; A finds it posted.) With recon_keys, A's create is refused by Tryton (the key
+    is B's) and A takes B's move."""
+    tryton = request.getfixturevalue("tryton" if keys else "tryton_without_keys")
     monkeypatch.setattr(pusher, "OUTSIDE_CALL_SECONDS", 2)
     wf, fence, wanted = await _owed(pool, 1)
     (key,) = wanted

@@ -40,12 +40,19 @@ def _by_key(tryton: TrytonServer) -> dict[str, list[int]]:
 async def test_seed_night_killed_at_entry_24_leaves_40_moves_once(
     pool: asyncpg.Pool, client: Client, night, spawn_worker, stack, tryton: TrytonServer
 ) -> None:
+    await killed_at_entry_24(pool, client, night, spawn_worker, stack, tryton)
+
+
+async def killed_at_entry_24(pool: asyncpg.Pool, client: Client, night, spawn_worker, stack,
+                             tryton: TrytonServer) -> None:
     """The seed's story on Tryton: the worker dies after Tryton took move 24 and before recon
-    wrote that down; the next worker looks the key up, finds it, and posts only the rest."""
+    wrote that down; the next worker looks the key up, finds it, and posts only the rest. In
+    batches of 8 (RECON_LEDGER_BATCH), entry 24 ends the third: moves 17-24 landed together,
+    none of them recorded."""
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=312, mismatches=40)
     doomed = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments_landed:24:first",
-                          **tryton.env())
+                          RECON_LEDGER_BATCH="8", **tryton.env())
     handle = await start(client, settings_for(queue), day, warehouse)
     assert await doomed.wait_exit(90) == 137
     assert len(tryton.moves()) == 24, "the crash must land after Tryton took move 24"
@@ -79,7 +86,7 @@ async def test_a_frozen_worker_woken_after_the_fence_moved_posts_nothing(
     day, warehouse, queue = night
     await seed_night(pool, day, warehouse, invoices=60, mismatches=10)
     frozen = spawn_worker(queue, RECON_FAILPOINTS="post_adjustments_outside:4:stop",
-                          **tryton.env())
+                          RECON_LEDGER_BATCH="3", **tryton.env())  # frozen before its 2nd batch
     handle = await start(client, replace(settings_for(queue)), day, warehouse)
     await _wait(lambda: len(tryton.moves()) == 3, 90, "three moves, then the freeze")
     await _wait(lambda: "SIGSTOP" in frozen.output() or "freez" in frozen.output().lower(), 30,
@@ -204,9 +211,12 @@ async def test_a_closed_period_hands_over_with_trytons_words_and_loses_nothing(
         assert "Tryton refused" in note["error_message"], note["error_message"]
         assert "period" in note["error_message"].lower(), note["error_message"]
         assert tryton.moves() == []
-        failed = await pool.fetch("SELECT words FROM ledger_postings WHERE workflow_id = $1"
-                                  " AND state = 'failed'", handle.id)
-        assert len(failed) == 1 and failed[0]["words"] == note["error_message"]
+        # The batch was refused whole, then each entry alone: each refusal names its entry,
+        # the handover the first of them.
+        failed = await pool.fetch("SELECT reference, words FROM ledger_postings"
+                                  " WHERE workflow_id = $1 AND state = 'failed'", handle.id)
+        assert len(failed) == 5 and note["error_message"] in {f["words"] for f in failed}
+        assert all(f["words"].startswith(f["reference"] + ": Tryton refused") for f in failed)
         assert await pool.fetchval("SELECT count(*) FROM ledger_postings WHERE workflow_id = $1"
                                    " AND state IN ('waiting', 'failed')", handle.id) == 5
 
