@@ -27,21 +27,9 @@ from pathlib import Path
 
 from recon.runtime.config import Settings, load_settings
 from recon.runtime.embedded import SEARCH_ATTRIBUTES, free_port, port_open, temporal_binary
+from tests.debian_postgres import as_postgres, server_bin
 
 ROLE, ROLE_PASSWORD, DATABASE = "recon", "recon-bench-pw", "recon"
-
-
-def debian_postgres_bin() -> Path | None:
-    """The newest Debian PostgreSQL's server binaries, or None when the package is missing."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
-    return found[-1].parent if found else None
-
-
-def _as_postgres(*command: str) -> subprocess.CompletedProcess:
-    run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    return subprocess.run([*run_as, *command], check=True, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
 
 
 @dataclass
@@ -59,21 +47,21 @@ class DebianPostgres:
             shutil.chown(self.folder, "postgres", "postgres")
         self.folder.chmod(0o700)
         data = str(self.folder / "data")
-        _as_postgres(str(self.bin / "initdb"), "-D", data, "-U", "postgres", "--auth-local=trust",
+        as_postgres(str(self.bin / "initdb"), "-D", data, "-U", "postgres", "--auth-local=trust",
                      "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8")
-        _as_postgres(str(self.bin / "pg_ctl"), "-D", data, "-l", str(self.folder / "server.log"),
+        as_postgres(str(self.bin / "pg_ctl"), "-D", data, "-l", str(self.folder / "server.log"),
                      "-w", "-t", "120", "-o",
                      f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1", "start")
         self._sql(f"CREATE ROLE {ROLE} LOGIN NOSUPERUSER PASSWORD '{ROLE_PASSWORD}'")
         self._sql(f"CREATE DATABASE {DATABASE} OWNER {ROLE} ENCODING 'UTF8' TEMPLATE template0")
 
     def _sql(self, statement: str) -> None:
-        _as_postgres(str(self.bin / "psql"), "-h", str(self.folder), "-p", str(self.port),
+        as_postgres(str(self.bin / "psql"), "-h", str(self.folder), "-p", str(self.port),
                      "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-Atc", statement)
 
     def stop(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):
-            _as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m",
+            as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m",
                          "fast", "-w", "stop")
 
 
@@ -133,7 +121,7 @@ class ProductionStack:
 @contextlib.contextmanager
 def production_stack(state: Path) -> Iterator[ProductionStack]:
     """Stock Temporal and Debian PostgreSQL under `state` (which must exist), stopped on exit."""
-    bin_dir = debian_postgres_bin()
+    bin_dir = server_bin()
     if bin_dir is None:
         raise SystemExit("Debian's postgresql is not installed (apt-get install postgresql)")
     state.chmod(0o755)  # the postgres user reaches its folder inside

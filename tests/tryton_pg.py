@@ -23,23 +23,11 @@ from pathlib import Path
 
 from recon.ledger.tryton_setup import write_config
 from recon.runtime.embedded import free_port
+from tests.debian_postgres import as_postgres, server_bin
 from tests.tryton import ADMIN_PASSWORD, TrytonServer
 
 ROLE, ROLE_PASSWORD = "tryton", "tryton-pg-pw"
 _copies = itertools.count(1)
-
-
-def server_bin() -> Path | None:
-    """The newest Debian PostgreSQL's binaries, or None when the package is not installed."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
-    return found[-1].parent if found else None
-
-
-def _as_postgres(*command: str) -> subprocess.CompletedProcess:
-    run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    return subprocess.run([*run_as, *command], check=True, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
 
 
 @dataclass
@@ -60,10 +48,10 @@ class TrytonCluster:
             shutil.chown(folder, "postgres", "postgres")
         folder.chmod(0o700)
         cluster = cls(bin_dir, folder, free_port())
-        _as_postgres(str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", "postgres",
+        as_postgres(str(bin_dir / "initdb"), "-D", str(folder / "data"), "-U", "postgres",
                      "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
                      "--locale=C.UTF-8")
-        _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-l",
+        as_postgres(str(bin_dir / "pg_ctl"), "-D", str(folder / "data"), "-l",
                      str(folder / "server.log"), "-w", "-t", "120", "-o",
                      f"-p {cluster.port} -k {folder} -c listen_addresses=127.0.0.1 "
                      "-c fsync=off -c max_connections=200", "start")
@@ -72,7 +60,7 @@ class TrytonCluster:
 
     def sql(self, statement: str, database: str = "postgres") -> str:
         """One statement as the superuser over the cluster's own socket; its output."""
-        return _as_postgres(str(self.bin / "psql"), "-h", str(self.folder), "-p", str(self.port),
+        return as_postgres(str(self.bin / "psql"), "-h", str(self.folder), "-p", str(self.port),
                             "-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", statement).stdout
 
     @property
@@ -109,7 +97,7 @@ class TrytonCluster:
 
     def stop(self) -> None:
         try:
-            _as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast",
+            as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast",
                          "-w", "stop")
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
