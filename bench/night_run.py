@@ -207,8 +207,17 @@ async def serving(stack: RunningStack, settings, workers: int) -> AsyncIterator[
                RECON_RECEIPT_GRACE_DAYS=os.environ.get("RECON_RECEIPT_GRACE_DAYS", "0"))
     env.update(keyring_env(settings.payload_keyring, settings.payload_keys_file))  # same keys
     logs = [stack.temporal.state / f"worker-{settings.task_queue}-{n}.log" for n in range(workers)]
-    procs = [subprocess.Popen([sys.executable, "-m", "recon.cli", "worker"], cwd=ROOT, env=env,
-                              stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    async with worker_processes(env, logs) as procs:
+        yield lambda: sum(process_cpu(p.pid) for p in procs)
+
+
+@contextlib.asynccontextmanager
+async def worker_processes(env: dict[str, str], logs: list[Path],
+                           *options: str) -> AsyncIterator[list[subprocess.Popen]]:
+    """One `recon worker` process per log file, as a deployment runs them, once each has said
+    it started; terminated (killed after 30 s) when the block ends."""
+    procs = [subprocess.Popen([sys.executable, "-m", "recon.cli", "worker", *options], cwd=ROOT,
+                              env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL) for log in logs]
     try:
         deadline = time.monotonic() + 60
@@ -216,7 +225,7 @@ async def serving(stack: RunningStack, settings, workers: int) -> AsyncIterator[
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
                 raise SystemExit(f"a worker did not start; see {logs}")
             await asyncio.sleep(0.05)
-        yield lambda: sum(process_cpu(p.pid) for p in procs)
+        yield procs
     finally:
         for p in procs:
             p.terminate()

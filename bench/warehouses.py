@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa: E402
-from bench.night_run import _COUNTS, MASTER_TABLES  # noqa: E402
+from bench.night_run import _COUNTS, MASTER_TABLES, worker_processes  # noqa: E402
 from bench.plain import plain_cost  # noqa: E402
 from bench.warehouse_waits import Waits  # noqa: E402
 from bench.warehouse_waits import waits as read_waits  # noqa: E402
@@ -117,24 +117,8 @@ async def fleet(stack: RunningStack, queue: str, workers: int) -> AsyncIterator[
     """W `recon worker` processes on the queue, as a deployment runs them."""
     logs = [stack.temporal.state / f"worker-{queue}-{n}.log" for n in range(workers)]
     env = worker_env(stack, queue)
-    procs = [subprocess.Popen([sys.executable, "-m", "recon.cli", "worker", "--no-sender"], cwd=ROOT,
-                              env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL) for log in logs]
-    try:
-        deadline = time.monotonic() + 60
-        while not all("worker started" in log.read_text(errors="replace") for log in logs):
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                raise SystemExit(f"a worker did not start; see {logs}")
-            await asyncio.sleep(0.05)
+    async with worker_processes(env, logs, "--no-sender") as procs:
         yield procs
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
 
 
 async def settle(pool) -> None:
