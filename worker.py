@@ -24,6 +24,7 @@ from recon.documents.extraction.choice import make_extractor
 from recon.ledger import outside_ledger
 from recon.mail.run import start_sender
 from recon.runtime import logs, metrics
+from recon.runtime.build_id import build_id
 from recon.runtime.config import Settings, load_settings, remember_secrets
 from recon.runtime.sandbox import compile_workflow_modules_once, workflow_runner
 from recon.runtime.temporal_client import connect
@@ -80,6 +81,7 @@ async def run_worker(
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
         workflow_runner=workflow_runner(),
+        build_id=build_id(),
         activities=activities_for(resources),
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         max_concurrent_activities=settings.activity_slots,
