@@ -24,7 +24,9 @@ from recon.documents.extraction.choice import make_extractor
 from recon.ledger import outside_ledger
 from recon.mail.run import start_sender
 from recon.runtime import logs, metrics
+from recon.runtime.build_id import build_id
 from recon.runtime.config import Settings, load_settings, remember_secrets
+from recon.runtime.sandbox import compile_workflow_modules_once, workflow_runner
 from recon.runtime.temporal_client import connect
 from recon.store.db import connect_pool, migrate
 from workflows.registry import WORKFLOWS
@@ -73,10 +75,13 @@ async def run_worker(
     client = await connect(settings, runtime)
     resources = Resources(pool, make_extractor(settings), settings, client)
     tune_collector()
+    compile_workflow_modules_once()
     worker = Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
+        workflow_runner=workflow_runner(),
+        build_id=build_id(),
         activities=activities_for(resources),
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         max_concurrent_activities=settings.activity_slots,

@@ -2,7 +2,9 @@
 
 1. It heartbeats on a timer, carrying the step's latest `report_progress()` value, so a slow model
    call or a long batch never looks like a dead worker, a dead worker is noticed within the
-   heartbeat timeout, and a retry knows roughly how far the last attempt got.
+   heartbeat timeout, and a retry knows roughly how far the last attempt got. An attempt that
+   fails beats once more as it ends (its position and outage for the retry); one that finishes
+   does not (no attempt comes after it).
 2. It turns an exception into Temporal's language by the classes of recon.domain.errors:
    temporary -> retryable with growing waits for the outage window, then non-retryable;
    stale     -> retryable, soon: a stale attempt's failure is ignored, a live one retries newer;
@@ -43,15 +45,18 @@ RETRY_WAIT_CAP_SECONDS = 30.0
 _progress: contextvars.ContextVar[dict] = contextvars.ContextVar("progress")
 
 
-def report_progress(position: int) -> None:
+def report_progress(position: int, *, at_once: bool = True) -> None:
     """Record how far this attempt got; the ticker heartbeats it. The first report of an attempt
     is heartbeated at once (the SDK sends a first heartbeat immediately), so a retry always
-    knows at least the first committed batch, without a heartbeat per item on hot loops."""
+    knows at least the first committed batch, without a heartbeat per item on hot loops.
+    `at_once=False` for a step whose retry reads what is done from Postgres, never from the
+    heartbeat: the ticker carries the position, and a step shorter than a tick sends no beat
+    (an RPC Temporal records, for nothing)."""
     box = _progress.get()
     first = not box.get("reported")
     box["at"], box["reported"] = position, True
     box["outage_since"] = None  # progress: whatever outage there was is over
-    if first:
+    if first and at_once:
         activity.heartbeat(position)
 
 
@@ -154,9 +159,12 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             await forget_sticky_worker(getattr(args[0], "client", None) if args else None)
         _progress.set({"at": last_progress() or None, "outage_since": _outage_since()})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
+        finished = False
         try:
             await failpoints.hold_before(activity.info().activity_type)
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
+            finished = True
+            return result
         except asyncio.CancelledError:
             raise
         except ApplicationError as exc:
@@ -189,6 +197,11 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
-            _beat()
+            # An attempt that ends in an error beats once more: the next attempt reads where it
+            # got and since when its outage lasts. One that finished has no next attempt to tell,
+            # and its beat would be an RPC Temporal records (a write of the run's state) for
+            # nothing, once per activity: a short activity's first beat goes out at once.
+            if not finished:
+                _beat()
 
     return wrapper

@@ -74,6 +74,7 @@ class Warehouse:
     mismatches: int
     alone: float = 0.0
     alone_cpu: float = 0.0  # CPU seconds of every process (workers, Temporal, Postgres) alone
+    alone_worker_cpu: float = 0.0  # of which the `recon worker` processes'
     together: list[float] = field(default_factory=list)
     exact: bool = True
 
@@ -194,17 +195,24 @@ async def run(args: argparse.Namespace) -> int:
                     settings = _settings(settings, queue)
                     pg = postmaster_pid(str(stack.postgres.datadir))
 
+                    def workers_cpu() -> float:
+                        return sum(process_cpu(p.pid) for p in procs)
+
                     def cpu_now() -> float:
-                        return (sum(process_cpu(p.pid) for p in procs) + tree_cpu(pg)
+                        return (workers_cpu() + tree_cpu(pg)
                                 + process_cpu(stack.temporal.process.pid))
 
                     for w in group:
-                        before_cpu = cpu_now()
+                        before_cpu, before_workers = cpu_now(), workers_cpu()
                         w.alone = (await run_nights(client, settings, days[0], [w], args.timeout))[w.name]
                         w.alone_cpu = cpu_now() - before_cpu
+                        w.alone_worker_cpu = workers_cpu() - before_workers
                         w.exact &= await exact(pool, days[0], w)
                     print("alone: " + ", ".join(f"{w.name} {w.alone:.2f} s ({w.alone_cpu:.2f} cpu)"
                                                 for w in group), flush=True)
+                    branch_cpu = statistics.median(w.alone_worker_cpu for w in group[1:] or group)
+                    print(f"workers' cpu alone: {group[0].name} {group[0].alone_worker_cpu:.3f} s, "
+                          f"a branch (median) {branch_cpu:.3f} s", flush=True)
                     for day in days[1:]:
                         await settle(pool)
                         sampler = CpuSampler(

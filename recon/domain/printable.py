@@ -30,7 +30,11 @@ def _is_control(char: str) -> bool:
 def neutral(text: str) -> str:
     """Text for a mail body (plain or HTML): every control and bidirectional character shown as
     an escape (`\\x1b`, `\\u202e`), but for the line breaks and tabs of the layout itself."""
-    if text.isprintable():
+    # A mail body is many lines: `isprintable` (in C) is false for it, yet a body has no control
+    # character once its line breaks and tabs are set aside, every control character being
+    # unprintable. Only a body with something else unprintable (a control, or merely a
+    # non-breaking space) is walked character by character.
+    if text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable():
         return text
     return "".join(_escape(c) if _is_control(c) and c not in "\n\t" else c for c in text)
 

@@ -16,6 +16,7 @@ the only state is that list of values.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 MASK = "***"
@@ -63,6 +64,7 @@ def mask_known(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=4096)  # field names are few and asked on every log line (twice a line)
 def secret_name(key: str) -> bool:
     """Does a field of this name hold a secret? Whole words: `db_password`, `api_key`, `token`,
     `dsn`, `x-api-key`; not `prompt_tokens` or `idempotency_key`."""

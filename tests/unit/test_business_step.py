@@ -118,8 +118,32 @@ async def test_reported_progress_is_heartbeated() -> None:
     assert await env.run(step) == 9
     assert beats[0] == (5,)
     assert (9,) in beats, "the ticker carries the latest position"
-    assert beats[-1] == (9,), "the last beat, as the attempt ends, carries where it got"
+    assert beats[-1] == (9,), "the last beat carries where it got"
     assert beats.index((9,)) > max(i for i, b in enumerate(beats) if b == (5,))
+
+
+async def test_a_finished_attempt_ends_without_a_beat_and_a_failed_one_with_its_outage() -> None:
+    """A beat as an attempt finishes tells no later attempt anything and costs Temporal an RPC
+    it records; a failed attempt's last beat carries its position and outage to the retry."""
+    env = _env(heartbeat=60)
+    beats: list[tuple] = []
+    env.on_heartbeat = lambda *details: beats.append(details)
+
+    @business_step
+    async def quick() -> int:
+        return 1
+
+    assert await env.run(quick) == 1
+    assert beats == []
+
+    @business_step
+    async def down() -> None:
+        report_progress(7)
+        raise ConnectionResetError(104, "reset")
+
+    with pytest.raises(ApplicationError):
+        await env.run(down)
+    assert beats[0] == (7,) and beats[-1][0] == 7 and isinstance(beats[-1][1], float), beats
 
 
 async def test_a_retry_starts_from_the_last_delivered_heartbeat() -> None:
@@ -173,3 +197,18 @@ async def test_a_lost_race_in_postgres_is_retried_never_a_handover(exc: Exceptio
     assert err.details[0]["class"] == "temporary"
     assert "database conflicts with a racing attempt since" in err.message
     assert err.next_retry_delay is not None and err.next_retry_delay.total_seconds() == 4.0
+
+
+async def test_progress_a_retry_does_not_read_rides_on_the_ticker() -> None:
+    env = _env(heartbeat=0.2)  # the ticker beats every heartbeat_timeout / 4
+    beats: list[tuple] = []
+    env.on_heartbeat = lambda *details: beats.append(details)
+
+    @business_step
+    async def step() -> None:
+        report_progress(50, at_once=False)
+        assert beats == [], "no beat of its own"
+        await asyncio.sleep(0.15)
+
+    await env.run(step)
+    assert beats and set(beats) == {(50,)}, "the ticker carries it"

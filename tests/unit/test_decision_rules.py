@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from recon.domain import decisions
 from recon.domain.decisions import DecisionCheck, canonical_decision, four_eyes, staleness
 from recon.domain.models import Decision
-from recon.domain.printable import printable
+from recon.domain.printable import neutral, printable
 from recon.domain.signing import (
     new_private_key,
     private_pem,
@@ -123,3 +123,12 @@ def test_a_stake_in_another_currency_is_over_every_rupee_limit_and_needs_four_ey
     assert not decisions.stake_needs_four_eyes("retry", [], {"EUR": 10**9}, 10_000)
     assert decisions.stake_needs_four_eyes("resume", [], {"INR": 10_001}, 10_000)
     assert not decisions.stake_needs_four_eyes("resume", [], {"INR": 10_000}, 10_000)
+
+
+def test_neutral_escapes_every_control_character_and_keeps_the_layout() -> None:
+    body = "Dear supplier,\n\tDN-1 ₹2,71,500\n"
+    assert neutral(body) is body, "a many-line body with nothing to escape is left as it is"
+    assert neutral("a\x1b[2J\nb\u202e\tc\u2028d\x00") == "a\\x1b[2J\nb\\u202e\tc\\u2028d\\x00"
+    # unprintable but no control (a non-breaking space, an unassigned code point): kept as sent
+    assert neutral("1\xa0000\n\U000e0fff") == "1\xa0000\n\U000e0fff"
+    assert neutral("a\r\nb") == "a\\r\nb"
