@@ -70,13 +70,15 @@ async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | Non
     return key is not None
 
 
+# Every array is a text[] (the amounts are cast here): asyncpg knows text[] without asking, and
+# asks Postgres about any other array type once per new connection (recon/store/extractions.py).
 _ENQUEUE_MANY = """
 INSERT INTO outbox (key, workflow_id, kind, supplier_id, recipient, subject, body, amount_paise,
                     reverses, fence_token, body_html)
 SELECT x.key, x.workflow_id, x.kind, x.supplier_id, x.recipient, x.subject, x.body,
-       x.amount_paise, x.reverses, $12, x.body_html
+       x.amount_paise::bigint, x.reverses, $11, x.body_html
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-            $8::bigint[], $9::text[], $10::text[], $11::int[])
+            $8::text[], $9::text[], $10::text[]) WITH ORDINALITY
      AS x(key, workflow_id, kind, supplier_id, recipient, subject, body, amount_paise, reverses,
           body_html, ord)
 ORDER BY x.ord
@@ -99,7 +101,8 @@ async def enqueue_many(conn: asyncpg.Connection, messages: list[Message],
         new = {r["key"] for r in await conn.fetch(
             _ENQUEUE_MANY, *(list(col) for col in zip(*(
                 (m.key, m.workflow_id, m.kind, m.supplier_id, m.recipient, m.subject, m.body,
-                 m.amount_paise, m.reverses, m.body_html, n) for n, m in enumerate(messages)),
+                 None if m.amount_paise is None else str(m.amount_paise), m.reverses, m.body_html)
+                for m in messages),
                 strict=True)), fence.token if fence else None)}
         queued = [m for m in messages if m.key not in new]
         if queued:
