@@ -35,7 +35,7 @@ import structlog
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cpu import postmaster_pid, tree_cpu  # noqa: E402
+from bench.cpu import _children, _stat, postmaster_pid, tree_cpu  # noqa: E402
 from bench.warehouses import _settings, exact, fleet, run_nights, settle, warehouses  # noqa: E402
 from recon.runtime import pg_settings  # noqa: E402
 from recon.runtime.devstack import embedded_stack  # noqa: E402
@@ -53,6 +53,26 @@ SELECT calls, total_exec_time AS exec_ms, total_plan_time AS plan_ms, plans, row
  WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
    AND query !~* 'pg_stat_statements|pg_stat_database'
 """
+
+
+def _kinds(pg: int) -> dict[str, float]:
+    """CPU seconds of Postgres's processes by kind: the live ones by their title (client backends,
+    autovacuum workers, walwriter...), those that exited (in the postmaster's children's time) as
+    'exited'."""
+    kinds = {"postmaster": _stat(pg), "exited": _stat(pg, with_children=True) - _stat(pg)}
+    for child in _children(pg):
+        try:
+            with open(f"/proc/{child}/cmdline") as f:
+                title = f.read().replace("\0", " ").strip()
+        except OSError:
+            continue
+        kind = title.removeprefix("postgres: ").split(" ")[0].rstrip(":")
+        if "autovacuum" in title:
+            kind = "autovacuum"
+        elif not title.startswith("postgres: ") or kind == "postgres":
+            kind = "client backends"
+        kinds[kind] = kinds.get(kind, 0.0) + _stat(child)
+    return kinds
 
 
 def _short(query: str, width: int) -> str:
@@ -99,6 +119,7 @@ async def run(args: argparse.Namespace) -> int:
     ok = True
     rows: dict[str, dict] = {}
     totals = {"cpu": 0.0, "wall": 0.0}
+    by_kind: dict[str, float] = {}
     fields = ("calls", "exec_ms", "plan_ms", "plans", "rows")
     try:
         with embedded_stack(state, port=free_port(), ui_port=free_port(), persistent=False) as stack:
@@ -117,14 +138,18 @@ async def run(args: argparse.Namespace) -> int:
                     for n, day in enumerate(days):
                         await settle(pool)
                         await pool.execute("SELECT pg_stat_statements_reset()")
-                        cpu, t0 = tree_cpu(pg), time.perf_counter()
+                        cpu, t0, kinds = tree_cpu(pg), time.perf_counter(), _kinds(pg)
                         await run_nights(client, settings, day, group, args.timeout)
                         wall, cpu = time.perf_counter() - t0, tree_cpu(pg) - cpu
+                        kinds = {kind: seconds - kinds.get(kind, 0.0)
+                                 for kind, seconds in _kinds(pg).items()}
                         got_rows = await pool.fetch(_STATEMENTS)
                         for w in group:
                             ok &= await exact(pool, day, w)
                         if n == 0:
                             continue  # the warm-up round
+                        for kind, seconds in kinds.items():
+                            by_kind[kind] = by_kind.get(kind, 0.0) + seconds
                         totals["wall"] += wall
                         totals["cpu"] += cpu
                         for r in got_rows:
@@ -144,7 +169,9 @@ async def run(args: argparse.Namespace) -> int:
           f"{', ...' if len(group) > 2 else ''}), {args.rounds} round(s), {args.workers} workers: "
           f"round wall {totals['wall'] / args.rounds:.2f} s, Postgres CPU "
           f"{totals['cpu'] / args.rounds:.2f} s a round")
-    print(f"per night: Postgres CPU {totals['cpu'] / k:.3f} s")
+    print(f"per night: Postgres CPU {totals['cpu'] / k:.3f} s ("
+          + ", ".join(f"{kind} {seconds / k:.3f}" for kind, seconds in
+                      sorted(by_kind.items(), key=lambda kv: -kv[1]) if seconds > 0) + ")")
     show(list(rows.values()), k, args.top, args.width)
     print(f"\nevery night exact: {'OK' if ok else 'MISMATCH'}")
     return 0 if ok else 1
