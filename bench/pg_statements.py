@@ -46,6 +46,13 @@ from recon.tools.seed import seed_night  # noqa: E402
 
 FIRST_DATE = date(2031, 5, 1)
 
+# The WAL the round wrote (bytes by position, exact) and its records and full-page images
+# (pg_stat_wal: as each backend last reported them, hence the pause before each reading).
+_WAL = """
+SELECT pg_current_wal_lsn() - '0/0'::pg_lsn AS bytes, wal_fpi AS fpi, wal_records AS records
+FROM pg_stat_wal
+"""
+
 _STATEMENTS = """
 SELECT calls, total_exec_time AS exec_ms, total_plan_time AS plan_ms, plans, rows,
        regexp_replace(query, '\\s+', ' ', 'g') AS query
@@ -118,7 +125,7 @@ async def run(args: argparse.Namespace) -> int:
     days = [(FIRST_DATE + timedelta(days=d)).isoformat() for d in range(1 + args.rounds)]
     ok = True
     rows: dict[str, dict] = {}
-    totals = {"cpu": 0.0, "wall": 0.0}
+    totals: dict[str, float] = {"cpu": 0.0, "wall": 0.0}
     by_kind: dict[str, float] = {}
     fields = ("calls", "exec_ms", "plan_ms", "plans", "rows")
     try:
@@ -138,12 +145,16 @@ async def run(args: argparse.Namespace) -> int:
                     for n, day in enumerate(days):
                         await settle(pool)
                         await pool.execute("SELECT pg_stat_statements_reset()")
+                        await asyncio.sleep(1.1)  # every backend has reported its WAL figures
+                        wal = await pool.fetchrow(_WAL)
                         cpu, t0, kinds = tree_cpu(pg), time.perf_counter(), _kinds(pg)
                         await run_nights(client, settings, day, group, args.timeout)
                         wall, cpu = time.perf_counter() - t0, tree_cpu(pg) - cpu
                         kinds = {kind: seconds - kinds.get(kind, 0.0)
                                  for kind, seconds in _kinds(pg).items()}
                         got_rows = await pool.fetch(_STATEMENTS)
+                        await asyncio.sleep(1.1)
+                        wal_after = await pool.fetchrow(_WAL)
                         for w in group:
                             ok &= await exact(pool, day, w)
                         if n == 0:
@@ -151,6 +162,8 @@ async def run(args: argparse.Namespace) -> int:
                         for kind, seconds in kinds.items():
                             by_kind[kind] = by_kind.get(kind, 0.0) + seconds
                         totals["wall"] += wall
+                        for f in ("bytes", "fpi", "records"):
+                            totals[f"wal {f}"] = totals.get(f"wal {f}", 0) + wal_after[f] - wal[f]
                         totals["cpu"] += cpu
                         for r in got_rows:
                             got = rows.setdefault(r["query"], dict.fromkeys(fields, 0)
@@ -169,6 +182,8 @@ async def run(args: argparse.Namespace) -> int:
           f"{', ...' if len(group) > 2 else ''}), {args.rounds} round(s), {args.workers} workers: "
           f"round wall {totals['wall'] / args.rounds:.2f} s, Postgres CPU "
           f"{totals['cpu'] / args.rounds:.2f} s a round")
+    print(f"per night: WAL {totals['wal bytes'] / k / 1e6:.2f} MB, {totals['wal records'] / k:,.0f} "
+          f"records, {totals['wal fpi'] / k:,.0f} full-page images")
     print(f"per night: Postgres CPU {totals['cpu'] / k:.3f} s ("
           + ", ".join(f"{kind} {seconds / k:.3f}" for kind, seconds in
                       sorted(by_kind.items(), key=lambda kv: -kv[1]) if seconds > 0) + ")")
