@@ -49,7 +49,7 @@ FIRST_DATE = date(2031, 5, 1)
 # The WAL the round wrote (bytes by position, exact) and its records and full-page images
 # (pg_stat_wal: as each backend last reported them, hence the pause before each reading).
 _WAL = """
-SELECT pg_current_wal_lsn() - '0/0'::pg_lsn AS bytes, wal_fpi AS fpi, wal_records AS records
+SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::float8 AS bytes, wal_fpi AS fpi, wal_records AS records
 FROM pg_stat_wal
 """
 
