@@ -51,7 +51,7 @@ class MessageActivities(Room):
             # sent already (a reset that undid nothing sends nothing new)
             sent = await suppliers_with_live_notes(
                 conn, job.workflow_id, [note.supplier_id for note in notes], generation)
-            messages = []
+            messages: list[Message] = []
             for note in notes:
                 if note.supplier_id in sent:
                     continue

@@ -76,7 +76,7 @@ _ENQUEUE_MANY = """
 INSERT INTO outbox (key, workflow_id, kind, supplier_id, recipient, subject, body, amount_paise,
                     reverses, fence_token, body_html)
 SELECT x.key, x.workflow_id, x.kind, x.supplier_id, x.recipient, x.subject, x.body,
-       x.amount_paise::bigint, x.reverses, $11, x.body_html
+       x.amount_paise::bigint, x.reverses, $11::bigint, x.body_html
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
             $8::text[], $9::text[], $10::text[]) WITH ORDINALITY
      AS x(key, workflow_id, kind, supplier_id, recipient, subject, body, amount_paise, reverses,
