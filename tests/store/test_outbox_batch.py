@@ -4,6 +4,7 @@ error that queues nothing, and a stale fence writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import asyncpg
@@ -63,3 +64,24 @@ async def test_suppliers_with_live_notes_are_the_ones_queued(pool: asyncpg.Pool)
     suppliers = ["S1", "S2", "S3", "S4"]
     assert await suppliers_with_live_notes(pool, run, suppliers, 1) == {"S1"}
     assert await suppliers_with_live_notes(pool, run, suppliers, 2) == {"S1", "S2"}
+
+
+async def test_a_night_s_notes_cost_the_same_statements_however_many(pool: asyncpg.Pool) -> None:
+    """The statement-count guard: queuing six notes takes as many statements as queuing one."""
+    counts = []
+    for many in (1, 6):
+        run = f"recon-outbox-count-{uuid.uuid4().hex[:8]}"
+        fence = await take_fence(pool, f"{run}:outbox")
+        statements: list[str] = []
+
+        def log(record: object, statements: list[str] = statements) -> None:
+            statements.append(record.query)  # type: ignore[attr-defined]
+
+        async with pool.acquire() as conn:
+            conn.add_query_logger(log)
+            await enqueue_many(conn, [_note(run, f"S{n}", n + 1) for n in range(many)], fence)
+            await asyncio.sleep(0.1)  # the logger is called soon after each statement
+            conn.remove_query_logger(log)
+        assert len(await _queued(pool, run)) == many
+        counts.append(len(statements))
+    assert counts[0] == counts[1] and counts[0] <= 4, counts
