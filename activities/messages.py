@@ -21,7 +21,13 @@ from recon.mail.documents import load_debit_notes, render_debit_note
 from recon.mail.summary import summary_document
 from recon.store.generations import current_generation
 from recon.store.mandates import Notes
-from recon.store.outbox import Message, enqueue, has_live_note, verify_debit_notes
+from recon.store.outbox import (
+    Message,
+    enqueue,
+    enqueue_many,
+    suppliers_with_live_notes,
+    verify_debit_notes,
+)
 from recon.store.run_facts import run_facts
 
 
@@ -42,16 +48,22 @@ class MessageActivities(Room):
         notes = await load_debit_notes(pool, job.workflow_id, job.business_date, job.warehouse,
                                        job.supplier_id, own_gstin=self.settings.own_gstin)
         async with pool.acquire() as conn:
+            # sent already (a reset that undid nothing sends nothing new)
+            sent = await suppliers_with_live_notes(
+                conn, job.workflow_id, [note.supplier_id for note in notes], generation)
+            messages: list[Message] = []
             for note in notes:
-                if await has_live_note(conn, job.workflow_id, note.supplier_id, generation):
-                    continue  # sent already (a reset that undid nothing sends nothing new)
+                if note.supplier_id in sent:
+                    continue
                 note = replace(note, key=generation_key(note.key, generation))
                 document = render_debit_note(note)
-                await enqueue(conn, Message(
+                messages.append(Message(
                     key=note.key, workflow_id=job.workflow_id, kind="debit-note",
                     recipient=note.email, subject=document.subject, body=document.text,
                     supplier_id=note.supplier_id, amount_paise=note.total_paise,
-                ), fence)
+                ))
+            # every note in one transaction, fenced and mandated once
+            await enqueue_many(conn, messages, fence)
             await verify_debit_notes(conn, job.workflow_id, job.supplier_id)
         return Count(count=len(notes))
 

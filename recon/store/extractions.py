@@ -54,12 +54,16 @@ CROSS JOIN LATERAL json_to_recordset({lines}->'lines')
 # the checked invoice), so it travels once and `found` is NULL: a 100k night sent ~36 MB twice and
 # paid a round trip more per group (docs/design.md §8). The extraction refers to the call inserted
 # beside it; the foreign key is checked at the end of the statement, when both are there.
+# Every array travels as text[] and is cast here: asyncpg knows only text[] (and oid[]) without
+# asking, and asked Postgres about int[], bool[] and json[] (a recursive catalog query, 5-10 ms
+# of planning) on every new connection of the pool that ran this: three a 500-invoice night.
 _CALLS_EXTRACTIONS_AND_LINES = """
 WITH x AS (
-    SELECT * FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[],
-                         $10::bool[], $11::json[])
-                  AS x(invoice_no, request, response, supplier_id, po_number, line_count,
-                       readable, found)
+    SELECT invoice_no, request, response, supplier_id, po_number, line_count::int AS line_count,
+           readable::bool AS readable, found::json AS found
+    FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                $10::text[], $11::text[])
+         AS x(invoice_no, request, response, supplier_id, po_number, line_count, readable, found)
 ), calls AS (
     INSERT INTO model_calls (workflow_id, invoice_no, extractor, model, request, response,
                              outcome, settled_at)
@@ -139,7 +143,7 @@ async def _write_new_calls(conn: asyncpg.Connection, workflow_id: str, extractor
         _CALLS_EXTRACTIONS_AND_LINES, workflow_id, extractor, model,
         [r.invoice_no for r in results], [storable(r.request) for r in results], responses,
         [r.supplier_id for r in results], [r.po_number for r in results],
-        [r.line_count for r in results], [r.readable for r in results],
+        [str(r.line_count) for r in results], ["t" if r.readable else "f" for r in results],
         [None if r.lines_json == response else r.lines_json
          for r, response in zip(results, responses, strict=True)],
     )

@@ -70,18 +70,18 @@ INSERT INTO ledger_entries
     (reference, workflow_id, invoice_no, supplier_id, line_no, kind, amount_paise, memo,
      reverses, fence_token, taxable_paise, cgst_paise, sgst_paise, igst_paise, cess_paise,
      vat_paise, currency)
-SELECT r, w, i, s, l, k, a, m, v, $10,
-       CASE WHEN v IS NULL THEN tx ELSE -o.taxable_paise END,
-       CASE WHEN v IS NULL THEN cg ELSE -o.cgst_paise END,
-       CASE WHEN v IS NULL THEN sg ELSE -o.sgst_paise END,
-       CASE WHEN v IS NULL THEN ig ELSE -o.igst_paise END,
-       CASE WHEN v IS NULL THEN ce ELSE -o.cess_paise END,
-       CASE WHEN v IS NULL THEN va ELSE -o.vat_paise END,
+SELECT r, w, i, s, l::int, k, a::bigint, m, v, $10::bigint,
+       CASE WHEN v IS NULL THEN tx::bigint ELSE -o.taxable_paise END,
+       CASE WHEN v IS NULL THEN cg::bigint ELSE -o.cgst_paise END,
+       CASE WHEN v IS NULL THEN sg::bigint ELSE -o.sgst_paise END,
+       CASE WHEN v IS NULL THEN ig::bigint ELSE -o.igst_paise END,
+       CASE WHEN v IS NULL THEN ce::bigint ELSE -o.cess_paise END,
+       CASE WHEN v IS NULL THEN va::bigint ELSE -o.vat_paise END,
        -- the amount's currency: a reversal's is its entry's, any other the supplier's
        coalesce(o.currency, (SELECT p.currency FROM suppliers p WHERE p.supplier_id = s), 'INR')
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[],
-            $8::text[], $9::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],
-            $15::bigint[], $16::bigint[]) AS x(r, w, i, s, l, k, a, m, v, tx, cg, sg, ig, ce, va)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::text[], $9::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+            $15::text[], $16::text[]) AS x(r, w, i, s, l, k, a, m, v, tx, cg, sg, ig, ce, va)
 LEFT JOIN ledger_entries o ON o.reference = x.v
 ORDER BY x.r COLLATE "C"
 ON CONFLICT (reference) DO NOTHING
@@ -89,24 +89,31 @@ RETURNING reference
 """
 
 _DIFFERENT = """
-SELECT l.reference, l.amount_paise, x.a AS wanted, l.invoice_no, x.i AS wanted_invoice,
+SELECT l.reference, l.amount_paise, x.a::bigint AS wanted, l.invoice_no, x.i AS wanted_invoice,
        l.supplier_id, x.s AS wanted_supplier
-FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS x(r, a, i, v, s)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS x(r, a, i, v, s)
 JOIN ledger_entries l ON l.reference = x.r
-WHERE l.amount_paise <> x.a OR l.invoice_no <> x.i OR l.reverses IS DISTINCT FROM x.v
+WHERE l.amount_paise <> x.a::bigint OR l.invoice_no <> x.i OR l.reverses IS DISTINCT FROM x.v
    OR l.supplier_id <> x.s
 """
 
 
+def _text(value: int | None) -> str | None:
+    return None if value is None else str(value)
+
+
 def insert_arguments(entries: list[LedgerEntry], fence: Fence | None) -> list[object]:
-    """`_INSERT`'s parameters for a batch: one array per column, in the batch's order."""
+    """`_INSERT`'s parameters for a batch: one array per column, in the batch's order. Every array
+    is a text[] (numbers cast in the statement): asyncpg knows text[] without asking, and asks
+    Postgres about int[] and bigint[] (a recursive catalog query, 2-10 ms of planning) once per
+    new pooled connection (recon/store/extractions.py)."""
     columns = [list(c) for c in zip(*[
-        (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, e.line_no, e.kind,
-         e.amount_paise, e.memo, e.reverses)
+        (e.reference, e.workflow_id, e.invoice_no, e.supplier_id, _text(e.line_no), e.kind,
+         _text(e.amount_paise), e.memo, e.reverses)
         for e in entries
     ], strict=True)]
-    parts = [list(c) for c in zip(*[e.parts.row() if e.parts else _NO_PARTS for e in entries],
-                                  strict=True)]
+    parts = [[_text(v) for v in c] for c in zip(
+        *[e.parts.row() if e.parts else _NO_PARTS for e in entries], strict=True)]
     return [*columns, fence.token if fence else None, *parts]
 
 
@@ -128,7 +135,7 @@ async def post_entries(
             different = await conn.fetch(
                 _DIFFERENT,
                 [e.reference for e in entries],
-                [e.amount_paise for e in entries],
+                [_text(e.amount_paise) for e in entries],
                 [e.invoice_no for e in entries],
                 [e.reverses for e in entries],
                 [e.supplier_id for e in entries],

@@ -29,14 +29,24 @@ class Message:
     body_html: str | None = None  # an HTML alternative to `body` (the summary has one)
 
 
+def _outgoing(message: Message) -> Message:
+    """No secret of this process is ever queued (masked by value: recon/domain/redaction.py), and
+    no control or bidirectional character (shown as an escape: recon/domain/printable.py
+    `neutral`)."""
+    return replace(message, subject=neutral(mask_known(message.subject)),
+                   body=neutral(mask_known(message.body)),
+                   body_html=neutral(mask_known(message.body_html)) if message.body_html else
+                   message.body_html)
+
+
+def _conflict(key: str, stored: int | None, wanted: int | None) -> KeyPayloadConflict:
+    return KeyPayloadConflict(
+        f"outbox key {key} already holds {stored} paise, this attempt wanted {wanted}")
+
+
 async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | None = None) -> bool:
-    """Queue one message; True if it is new. Same key, different amount: a loud error. No secret
-    of this process is ever queued (masked by value: recon/domain/redaction.py), and no control
-    or bidirectional character (shown as an escape: recon/domain/printable.py `neutral`)."""
-    message = replace(message, subject=neutral(mask_known(message.subject)),
-                      body=neutral(mask_known(message.body)),
-                      body_html=neutral(mask_known(message.body_html)) if message.body_html else
-                      message.body_html)
+    """Queue one message; True if it is new. Same key, different amount: a loud error."""
+    message = _outgoing(message)
     async with conn.transaction():
         if fence is not None:
             await fence.check(conn)
@@ -56,22 +66,68 @@ async def enqueue(conn: asyncpg.Connection, message: Message, fence: Fence | Non
                 "SELECT amount_paise FROM outbox WHERE key = $1", message.key
             )
             if stored != message.amount_paise:
-                raise KeyPayloadConflict(
-                    f"outbox key {message.key} already holds {stored} paise, "
-                    f"this attempt wanted {message.amount_paise}"
-                )
+                raise _conflict(message.key, stored, message.amount_paise)
     return key is not None
 
 
-async def has_live_note(
-    conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_id: str, generation: int
-) -> bool:
-    """A debit note for this supplier in any generation that no whole withdrawal cancelled."""
-    return bool(await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM generate_series(1, $2) AS gen"
-        " JOIN live_debit_notes n ON n.key = recon_key($1, gen))",
-        debit_note_key(workflow_id, supplier_id), generation,
-    ))
+# Every array is a text[] (the amounts are cast here): asyncpg knows text[] without asking, and
+# asks Postgres about any other array type once per new connection (recon/store/extractions.py).
+_ENQUEUE_MANY = """
+INSERT INTO outbox (key, workflow_id, kind, supplier_id, recipient, subject, body, amount_paise,
+                    reverses, fence_token, body_html)
+SELECT x.key, x.workflow_id, x.kind, x.supplier_id, x.recipient, x.subject, x.body,
+       x.amount_paise::bigint, x.reverses, $11::bigint, x.body_html
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::text[], $9::text[], $10::text[]) WITH ORDINALITY
+     AS x(key, workflow_id, kind, supplier_id, recipient, subject, body, amount_paise, reverses,
+          body_html, ord)
+ORDER BY x.ord
+ON CONFLICT (key) DO NOTHING RETURNING key
+"""
+
+
+async def enqueue_many(conn: asyncpg.Connection, messages: list[Message],
+                       fence: Fence | None = None) -> int:
+    """Queue many messages in one transaction and one statement (a night's debit notes: one round
+    trip, one fence and mandate check, one wake-up of the senders, instead of five statements a
+    note); the number that are new. The same rules as `enqueue`, per key: a key already queued
+    is left as it is, with a different amount it is a loud error (and nothing is queued)."""
+    if not messages:
+        return 0
+    messages = [_outgoing(m) for m in messages]
+    async with conn.transaction():
+        if fence is not None:
+            await fence.check(conn)
+        new = {r["key"] for r in await conn.fetch(
+            _ENQUEUE_MANY, *(list(col) for col in zip(*(
+                (m.key, m.workflow_id, m.kind, m.supplier_id, m.recipient, m.subject, m.body,
+                 None if m.amount_paise is None else str(m.amount_paise), m.reverses, m.body_html)
+                for m in messages),
+                strict=True)), fence.token if fence else None)}
+        queued = [m for m in messages if m.key not in new]
+        if queued:
+            stored = dict(await conn.fetch(
+                "SELECT key, amount_paise FROM outbox WHERE key = ANY($1::text[])",
+                [m.key for m in queued]))
+            for m in queued:
+                if stored.get(m.key) != m.amount_paise:
+                    raise _conflict(m.key, stored.get(m.key), m.amount_paise)
+    return len(new)
+
+
+async def suppliers_with_live_notes(
+    conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str, supplier_ids: list[str],
+    generation: int,
+) -> set[str]:
+    """Those of `supplier_ids` that have a debit note in any generation that no whole withdrawal
+    cancelled (one statement for all of a night's suppliers)."""
+    rows = await conn.fetch(
+        "SELECT x.supplier_id FROM unnest($1::text[], $2::text[]) AS x(supplier_id, key)"
+        " WHERE EXISTS (SELECT 1 FROM generate_series(1, $3) AS gen"
+        " JOIN live_debit_notes n ON n.key = recon_key(x.key, gen))",
+        supplier_ids, [debit_note_key(workflow_id, s) for s in supplier_ids], generation,
+    )
+    return {r["supplier_id"] for r in rows}
 
 
 async def verify_debit_notes(

@@ -26,7 +26,6 @@ as before (docs/design.md §8, "Statistics refreshed only when the planner is wr
 from __future__ import annotations
 
 import asyncio
-import json
 
 import asyncpg
 
@@ -56,52 +55,54 @@ def is_stale(estimated: float, actual: int) -> bool:
     return high >= STALE_FACTOR * max(low, FEW_ROWS)
 
 
-async def _estimate_and_count(conn: asyncpg.Connection, table: str,
-                              workflow_id: str) -> tuple[float, int]:
-    plan = await conn.fetchval(
-        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE workflow_id = $1", workflow_id)
-    estimated = float(json.loads(plan)[0]["Plan"]["Plan Rows"])
-    actual = await conn.fetchval("SELECT recon_night_rows($1, $2)", table, workflow_id)
-    return estimated, int(actual)
+async def _estimates(conn: asyncpg.Connection | asyncpg.Pool, tables: tuple[str, ...],
+                     workflow_id: str) -> dict[str, tuple[float, int]]:
+    """Per table, the planner's estimate of the night's rows and their count: one statement for
+    all the tables (migration 100)."""
+    rows = await conn.fetch("SELECT tab, estimated, actual FROM recon_night_estimates($1::text[], $2)",
+                            list(tables), workflow_id)
+    return {r["tab"]: (float(r["estimated"]), int(r["actual"])) for r in rows}
 
 
-async def _refresh_one(conn: asyncpg.Connection, table: str, workflow_id: str) -> bool:
-    """ANALYZE one table if the planner misjudges the night's rows in it; True when it did.
+async def _analyze(conn: asyncpg.Connection, table: str, estimated: float, actual: int) -> None:
+    """ANALYZE one table whose planner misjudges the night's rows.
 
     Expected more rows than the night has: the history has grown since the statistics counted its
     nights, and the rest of what they say still holds, so only the workflow id is sampled again
     (300 rows at its target of 1, migration 073: a tenth of the table's sample). Expected fewer:
     the night is new to statistics that may never have seen a night, or larger than the nights
     before, and every column is sampled."""
-    estimated, actual = await _estimate_and_count(conn, table, workflow_id)
-    if not is_stale(estimated, actual):
-        return False
     if estimated > actual:
         await conn.execute(f"ANALYZE {table} (workflow_id)")
     else:
         await conn.execute(f"ANALYZE {table}")
-    return True
 
 
 async def refresh_statistics(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str,
                              *tables: str) -> list[str]:
     """Refresh the statistics of the given working tables where the planner misjudges how many
     rows `workflow_id` has in them (outside the caller's write transaction: it only reads).
-    Returns the tables it analyzed. Given the pool, each table is checked on a connection of its
-    own, all at once: one ANALYZE keeps one backend busy, and the steps that refresh three or four
+    Returns the tables it analyzed. The estimates and counts of all the tables are asked in one
+    statement; given the pool, each table to analyze then is analyzed on a connection of its own,
+    all at once: one ANALYZE keeps one backend busy, and the steps that refresh three or four
     tables waited for them one after another while the machine's other core idled."""
     unknown = set(tables) - WORKING_TABLES
     if unknown:
         raise ValueError(f"not a working table: {', '.join(sorted(unknown))}")
+    tables = tuple(dict.fromkeys(tables))
+    found = await _estimates(conn, tables, workflow_id)
+    stale = [t for t in tables if is_stale(*found[t])]
 
-    async def one(table: str) -> bool:
+    async def one(table: str) -> None:
         if isinstance(conn, asyncpg.Pool):
             async with conn.acquire() as c:
-                return await _refresh_one(c, table, workflow_id)
-        return await _refresh_one(conn, table, workflow_id)
+                await _analyze(c, table, *found[table])
+        else:
+            await _analyze(conn, table, *found[table])
 
     if isinstance(conn, asyncpg.Pool):
-        done = await asyncio.gather(*(one(t) for t in tables))
+        await asyncio.gather(*(one(t) for t in stale))
     else:
-        done = [await one(t) for t in tables]
-    return [t for t, analyzed in zip(tables, done, strict=True) if analyzed]
+        for t in stale:
+            await one(t)
+    return stale

@@ -4,6 +4,7 @@ without it would bring the 30,000-page sample back: this test names it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -127,3 +128,23 @@ async def test_a_first_night_is_analyzed(pool: asyncpg.Pool) -> None:
 async def test_only_working_tables_are_refreshed(pool: asyncpg.Pool) -> None:
     with pytest.raises(ValueError, match="not a working table: suppliers"):
         await refresh_statistics(pool, "recon-2030-05-01-statistics", "suppliers")
+
+
+async def test_the_estimates_of_many_tables_are_asked_in_one_statement(pool: asyncpg.Pool) -> None:
+    """The statement-count guard of the refresh (migration 100): however many tables a step names,
+    one statement asks their estimates and counts, then only the tables it misjudges are analyzed
+    (whether any is depends on what other tests left in the tables)."""
+    statements: list[str] = []
+
+    def log(record: object) -> None:
+        statements.append(record.query)  # type: ignore[attr-defined]
+
+    async with pool.acquire() as conn:
+        conn.add_query_logger(log)
+        analyzed = await refresh_statistics(conn, "recon-2030-07-01-statistics", "line_matches",
+                                            "comparisons", "mismatches", "parked_items")
+        await asyncio.sleep(0.1)  # the logger is called soon after each statement
+        conn.remove_query_logger(log)
+    asked = [s for s in statements if not s.startswith("ANALYZE")]
+    assert len(asked) == 1 and "recon_night_estimates" in asked[0], statements
+    assert len(statements) - len(asked) == len(analyzed), statements
