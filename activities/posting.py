@@ -26,6 +26,7 @@ from recon.domain.keys import fence_scope
 from recon.domain.models import PostInput, PostResult
 from recon.ledger.pusher import post_run
 from recon.store import acceptances
+from recon.store.comparisons import last_comparison_seq
 from recon.store.generations import current_generation
 from recon.store.ledger import (
     LedgerEntry,
@@ -39,7 +40,6 @@ from recon.store.ledger import (
 from recon.store.mandates import Posting
 from recon.store.statistics import BULK_ROWS
 from recon.store.stock import RangeMoved, move_reconciled_range, verify_movements
-from recon.store.weighing import last_comparison_seq
 
 LEDGER_STEP = "post_adjustments"
 STOCK_STEP = "update_stock"

@@ -20,12 +20,12 @@ from recon.domain.wording import count
 from recon.mail.documents import Document, claim_number, templates
 from recon.mail.report import Delivery, delivery
 from recon.store.bounces import run_handovers
+from recon.store.comparisons import over_deliveries
 from recon.store.credit_notes import credit_notes_of_night, debit_note_keys
 from recon.store.held_lines import carried_into, held_by
 from recon.store.mail_deliveries import summary_parked, summary_suppliers
 from recon.store.model_bill import model_bill
 from recon.store.run_facts import run_facts
-from recon.store.weighing import over_deliveries
 
 
 @dataclass(frozen=True)

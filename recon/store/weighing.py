@@ -482,23 +482,3 @@ async def weigh_again(pool: asyncpg.Pool, workflow_id: str, business_date: date,
         return int(await conn.fetchval(
             "SELECT count(*) FROM mismatches WHERE workflow_id = $1"
             " AND ($2::text IS NULL OR supplier_id = $2)", workflow_id, supplier_id))
-
-
-async def over_deliveries(conn: asyncpg.Connection | asyncpg.Pool,
-                          workflow_id: str) -> list[asyncpg.Record]:
-    """The night's lines billed beyond what the order allows although the goods came: an
-    over-delivery billed as delivered. Accepted up to the order, the rest claimed; the summary
-    names each."""
-    return await conn.fetch(
-        "SELECT invoice_no, line_no, supplier_id, po_number, sku, invoiced_qty, received_qty,"
-        " received_to_date, prior_accepted, beyond_order FROM comparisons"
-        " WHERE workflow_id = $1 AND beyond_order > 0"
-        " AND received_to_date >= prior_accepted + invoiced_qty"
-        " ORDER BY invoice_no, line_no", workflow_id)
-
-
-async def last_comparison_seq(conn: asyncpg.Connection | asyncpg.Pool, workflow_id: str) -> int:
-    """Where step 8's walk over the run's comparisons ends."""
-    return await conn.fetchval(
-        "SELECT coalesce(max(seq), 0) FROM comparisons WHERE workflow_id = $1", workflow_id
-    )
