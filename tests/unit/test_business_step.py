@@ -28,6 +28,13 @@ def _env(attempt: int = 1, heartbeat_details: list | None = None, heartbeat: flo
     return env
 
 
+def _beating(**kwargs) -> tuple[ActivityEnvironment, list[tuple]]:
+    """An environment whose heartbeats are collected (the ticker beats every heartbeat / 4)."""
+    env, beats = _env(**kwargs), []
+    env.on_heartbeat = lambda *details: beats.append(details)
+    return env, beats
+
+
 def _failing(exc: Exception):
     @business_step
     async def step() -> None:
@@ -102,9 +109,7 @@ async def test_an_application_error_passes_through_unchanged() -> None:
 
 
 async def test_reported_progress_is_heartbeated() -> None:
-    env = _env(heartbeat=0.2)  # the ticker beats every heartbeat_timeout / 4
-    beats: list[tuple] = []
-    env.on_heartbeat = lambda *details: beats.append(details)
+    env, beats = _beating(heartbeat=0.2)
 
     @business_step
     async def step() -> int:
@@ -125,9 +130,7 @@ async def test_reported_progress_is_heartbeated() -> None:
 async def test_a_finished_attempt_ends_without_a_beat_and_a_failed_one_with_its_outage() -> None:
     """A beat as an attempt finishes tells no later attempt anything and costs Temporal an RPC
     it records; a failed attempt's last beat carries its position and outage to the retry."""
-    env = _env(heartbeat=60)
-    beats: list[tuple] = []
-    env.on_heartbeat = lambda *details: beats.append(details)
+    env, beats = _beating(heartbeat=60)
 
     @business_step
     async def quick() -> int:
@@ -200,9 +203,7 @@ async def test_a_lost_race_in_postgres_is_retried_never_a_handover(exc: Exceptio
 
 
 async def test_progress_a_retry_does_not_read_rides_on_the_ticker() -> None:
-    env = _env(heartbeat=0.2)  # the ticker beats every heartbeat_timeout / 4
-    beats: list[tuple] = []
-    env.on_heartbeat = lambda *details: beats.append(details)
+    env, beats = _beating(heartbeat=0.2)
 
     @business_step
     async def step() -> None:
