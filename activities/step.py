@@ -150,7 +150,8 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         failpoints.before_step(activity.info().activity_type)
-        if activity.info().attempt > 1:  # the last attempt's worker may be gone
+        # The last attempt's worker may be gone (a local activity's retry is this worker's own)
+        if activity.info().attempt > 1 and not activity.info().is_local:
             await forget_sticky_worker(getattr(args[0], "client", None) if args else None)
         _progress.set({"at": last_progress() or None, "outage_since": _outage_since()})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
