@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from temporalio import workflow
 from temporalio.common import Priority
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as TimedOut
 
 with workflow.unsafe.imports_passed_through():
     from activities.handovers import HandoverActivities
@@ -268,13 +269,22 @@ class NightlyReconciliation:
         """A read-only or pure step in the worker that runs this workflow task: a marker in the
         history instead of an activity's three events and a workflow task of its own. The same
         retry rules (the activity's errors carry their own waits); a worker lost inside it is
-        noticed at the workflow task timeout, and the step, safe to run again, runs again."""
-        return await workflow.execute_local_activity_method(
-            fn, arg,
-            start_to_close_timeout=timeout,
-            retry_policy=RETRY,
-            summary=console.activity_summary(getattr(fn, "__name__", ""), arg),
-        )
+        noticed at the workflow task timeout, and the step, safe to run again, runs again.
+        Its failure reaches the workflow as the activity's own error, unwrapped: it is wrapped
+        here as a regular activity's is, so a handover reads it the same way."""
+        name = getattr(fn, "__name__", "")
+        try:
+            return await workflow.execute_local_activity_method(
+                fn, arg,
+                start_to_close_timeout=timeout,
+                retry_policy=RETRY,
+                summary=console.activity_summary(name, arg),
+            )
+        except (ApplicationError, TimedOut) as exc:
+            raise ActivityError(
+                f"local activity {name} failed", scheduled_event_id=0, started_event_id=0,
+                identity="", activity_type=name, activity_id="", retry_state=None,
+            ) from exc
 
     def _priority(self) -> Priority:
         """Each warehouse's night is its own fairness key: where the task queue is shared by many
