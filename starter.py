@@ -17,7 +17,7 @@ from workflows.nightly import NightlyReconciliation
 # configured: one activity, one of the offline parser's transaction groups. The parser is bound by
 # the worker processes' CPU, so a 500-invoice night in ten activities parses no sooner than in one,
 # and every activity costs the engine ~10-20 ms of CPU (schedule, start, completion, a workflow
-# task): a small night's largest share (bench/README.md, "lean nights"). A paid model keeps the
+# task; bench/README.md, "offline extraction sized to the night"). A paid model keeps the
 # setting's default: its calls in flight are counted per activity (RECON_EXTRACT_CONCURRENCY), so
 # fewer activities would ask it more slowly.
 OFFLINE_EXTRACT_BATCH = 1000

@@ -51,7 +51,7 @@ def report_progress(position: int) -> None:
     first = not box.get("reported")
     box["at"], box["reported"] = position, True
     box["outage_since"] = None  # progress: whatever outage there was is over
-    if first and not activity.info().is_local:
+    if first:
         activity.heartbeat(position)
 
 
@@ -65,20 +65,8 @@ def last_progress(default: int = 0) -> int:
     return default
 
 
-# A local activity has no heartbeat details: its attempts all run in this worker (while it holds
-# the workflow task), which keeps the outage's start here, per attempt chain.
-_local_outages: dict[tuple[str, str], float] = {}
-
-
-def _local_key() -> tuple[str, str]:
-    info = activity.info()
-    return info.workflow_run_id or "", info.activity_id
-
-
 def _outage_since() -> float | None:
     """When the outage the previous attempts failed on began (epoch seconds), if any."""
-    if activity.info().is_local:
-        return _local_outages.pop(_local_key(), None)
     details = activity.info().heartbeat_details
     if len(details) > 1 and isinstance(details[1], int | float):
         return float(details[1])
@@ -86,8 +74,6 @@ def _outage_since() -> float | None:
 
 
 def _beat() -> None:
-    if activity.info().is_local:  # a local activity has no heartbeat: its workflow task has one
-        return
     box = _progress.get({"at": None})
     position, since = box.get("at"), box.get("outage_since")
     if since is not None:
@@ -113,8 +99,6 @@ def _temporary(exc: Exception, attempt: int, window: float) -> ApplicationError:
     since = box.get("outage_since") or now
     box["outage_since"] = since
     lasted = now - since
-    if activity.info().is_local and lasted < window:  # the next attempt goes on from here
-        _local_outages[_local_key()] = since
     what = outage_in_words(exc)
     started = datetime.fromtimestamp(since, UTC).strftime("%H:%M:%S UTC")
     if lasted >= window:
@@ -166,8 +150,7 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         failpoints.before_step(activity.info().activity_type)
-        # The last attempt's worker may be gone (a local activity's retry is this worker's own)
-        if activity.info().attempt > 1 and not activity.info().is_local:
+        if activity.info().attempt > 1:  # the last attempt's worker may be gone
             await forget_sticky_worker(getattr(args[0], "client", None) if args else None)
         _progress.set({"at": last_progress() or None, "outage_since": _outage_since()})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress

@@ -5,7 +5,6 @@ warns and fails at the sizes below)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from temporalio.api.common.v1 import Payload
@@ -97,30 +96,5 @@ async def read_history(handle: WorkflowHandle) -> HistoryReport:
             step = report.steps[name]
             step.last_completed = at
             step.busy += at - when
-        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            _local_activity(report, event)
     return report
-
-
-def _local_activity(report: HistoryReport, event) -> None:
-    """A local activity (a small night's steps 3-6 and gate): its marker carries its type,
-    attempt, first schedule and completion times (epoch seconds and nanos)."""
-    attrs = event.marker_recorded_event_attributes
-    data = attrs.details.get("data") if attrs.marker_name == "core_local_activity" else None
-    if data is None or not data.payloads:
-        return
-    marker = json.loads(data.payloads[0].data)
-
-    def seconds(t: dict | None) -> float | None:
-        return t["seconds"] + t.get("nanos", 0) / 1e9 if t else None
-
-    start, done = seconds(marker.get("original_schedule_time")), seconds(marker.get("complete_time"))
-    step = report.steps.setdefault(marker["activity_type"], StepTiming(marker["activity_type"]))
-    step.activities += 1
-    step.attempts_max = max(step.attempts_max, marker.get("attempt") or 1)
-    if start is not None and step.first_scheduled is None:
-        step.first_scheduled = start
-    if done is not None:
-        step.last_completed = done
-        step.busy += done - (start or done)
 

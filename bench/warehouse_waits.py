@@ -21,14 +21,12 @@ class Waits:
     task_run: float = 0.0
     activities: int = 0
     tasks: int = 0
-    local: int = 0  # local activities (markers: a small night's steps 3-6 and gate)
     events: int = 0
 
     def line(self) -> str:
         return (f"activities {self.activities}: waited {self.activity_wait:.2f} s, ran "
                 f"{self.activity_run:.2f} s; workflow tasks {self.tasks}: waited "
-                f"{self.task_wait:.2f} s, ran {self.task_run:.2f} s; local activities "
-                f"{self.local}; history events {self.events}")
+                f"{self.task_wait:.2f} s, ran {self.task_run:.2f} s; history events {self.events}")
 
 
 async def waits(handle: WorkflowHandle) -> Waits:
@@ -48,8 +46,6 @@ async def waits(handle: WorkflowHandle) -> Waits:
         elif kind == E.EVENT_TYPE_WORKFLOW_TASK_STARTED:
             w.tasks += 1
             w.task_wait += t - at[event.workflow_task_started_event_attributes.scheduled_event_id]
-        elif kind == E.EVENT_TYPE_MARKER_RECORDED:
-            w.local += event.marker_recorded_event_attributes.marker_name == "core_local_activity"
         elif kind == E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
             w.task_run += t - at[event.workflow_task_completed_event_attributes.started_event_id]
     return w

@@ -27,18 +27,13 @@ def show_step(name: str, progress: Progress) -> None:
     workflow.set_current_details(console.step_details(name, progress))
 
 
-def enter_step(progress: Progress, name: str, gate: bool = False, search: bool = True) -> None:
+def enter_step(progress: Progress, name: str, gate: bool = False) -> None:
     """The step people see: progress query, ReconStep, current details. The gate is a step
-    of its own in ReconStep too (newer runs only: an older history did not record it).
-    `search=False` (a local step, LEAN_NIGHT) leaves ReconStep as it was."""
+    of its own in ReconStep too (newer runs only: an older history did not record it)."""
     progress.current_step = name
-    if search and (not gate or workflow.patched(CONSOLE_PATCH)):
-        show_search_step(name)
+    if not gate or workflow.patched(CONSOLE_PATCH):
+        workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
     show_step(name, progress)
-
-
-def show_search_step(name: str) -> None:
-    workflow.upsert_search_attributes([RECON_STEP.value_set(name)])
 
 
 def show_waiting(handover: HandoverNote | None, progress: Progress) -> None:

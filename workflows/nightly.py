@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 from temporalio import workflow
 from temporalio.common import Priority
 from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.exceptions import TimeoutError as TimedOut
 
 with workflow.unsafe.imports_passed_through():
     from activities.handovers import HandoverActivities
@@ -49,20 +48,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.extraction import extract_all
     from workflows.patches import (
         FAIR_WAREHOUSES,
-        LEAN_NIGHT,
         REDO_WEIGHS_AGAIN,
         RESUME_RERUNS_STEP,
         SIGNED_DECISIONS,
         SIGNED_REQUESTS,
         SOURCES_FETCH,
     )
-    from workflows.policies import (
-        LOCAL_STEPS_UP_TO,
-        READ_TIMEOUT,
-        RETRY,
-        WRITE_TIMEOUT,
-        step_heartbeat,
-    )
+    from workflows.policies import READ_TIMEOUT, RETRY, WRITE_TIMEOUT, step_heartbeat
     from workflows.requests import checked_signer, refuse_without_mandate
     from workflows.undo import undo_whole_run
 
@@ -82,7 +74,6 @@ class NightlyReconciliation:
         self._decided: list[RecordedDecision] = []
         self._desk = DecisionDesk(workflow.info().workflow_id, self._wf, req.redo_supplier,
                                   req.heartbeat_seconds)
-        self._local: bool | None = None  # steps 3-6 and the gate as local activities (_steps_local)
 
     # ------------------------------------------------------------------ what people can see / do
     @workflow.query
@@ -235,22 +226,10 @@ class NightlyReconciliation:
                 result = await self._step(step.name, lambda: extract_all(
                     self._act, wf, p.invoices, self._req.extract_batch_size, self._progress,
                     self._req.model_mode, self._req.model_batch_poll_seconds))
-            elif step.number >= steps.MATCH_ORDERS.number and self._steps_local(p.invoices):
-                result = await self._step(
-                    step.name, lambda act=read_activities[step.name]: self._act_local(
-                        act, step_input), local=True)
             else:
                 result = await self._step(
                     step.name, lambda act=read_activities[step.name]: self._act(act, step_input))
             steps.record(p, step, result)
-
-    def _steps_local(self, invoices: int) -> bool:
-        """Steps 3-6 and the gate of a night of at most LOCAL_STEPS_UP_TO invoices run as local
-        activities (workflows/policies.py says why), decided once, after extraction. Older
-        histories (no LEAN_NIGHT marker) replay their regular activities."""
-        if self._local is None:
-            self._local = workflow.patched(LEAN_NIGHT) and invoices <= LOCAL_STEPS_UP_TO
-        return self._local
 
     # ------------------------------------------------------------------ helpers
     async def _act(self, fn: Callable[..., Awaitable[T]], arg: Any,
@@ -264,28 +243,6 @@ class NightlyReconciliation:
             priority=self._priority(),
         )
 
-    async def _act_local(self, fn: Callable[..., Awaitable[T]], arg: Any,
-                         timeout: timedelta = READ_TIMEOUT) -> T:
-        """A read-only or pure step in the worker that runs this workflow task: a marker in the
-        history instead of an activity's three events and a workflow task of its own. The same
-        retry rules (the activity's errors carry their own waits); a worker lost inside it is
-        noticed at the workflow task timeout, and the step, safe to run again, runs again.
-        Its failure reaches the workflow as the activity's own error, unwrapped: it is wrapped
-        here as a regular activity's is, so a handover reads it the same way."""
-        name = getattr(fn, "__name__", "")
-        try:
-            return await workflow.execute_local_activity_method(
-                fn, arg,
-                start_to_close_timeout=timeout,
-                retry_policy=RETRY,
-                summary=console.activity_summary(name, arg),
-            )
-        except (ApplicationError, TimedOut) as exc:
-            raise ActivityError(
-                f"local activity {name} failed", scheduled_event_id=0, started_event_id=0,
-                identity="", activity_type=name, activity_id="", retry_state=None,
-            ) from exc
-
     def _priority(self) -> Priority:
         """Each warehouse's night is its own fairness key: where the task queue is shared by many
         warehouses' nights (twenty start at 02:00), a server with fairness on hands their tasks out
@@ -296,21 +253,16 @@ class NightlyReconciliation:
             return Priority.default
         return Priority(fairness_key=self._req.warehouse)
 
-    async def _step(self, name: str, body: Callable[[], Awaitable[T]],
-                    local: bool = False) -> T | None:
+    async def _step(self, name: str, body: Callable[[], Awaitable[T]]) -> T | None:
         """Run one step until it is done and verified. If it fails for good, hand over and do
         what the person decides: resume and retry both run the step again (it starts after its
         last committed entry: what is live is never written twice, what is missing is never
-        skipped); undo stops here. No decision accepts a failed step as it stands.
-        A local step sets no ReconStep while it runs (its commands reach Temporal only with the
-        workflow task that ends after it, so nobody could see it): only when it fails."""
+        skipped); undo stops here. No decision accepts a failed step as it stands."""
         while True:
-            display.enter_step(self._progress, name, search=not local)
+            display.enter_step(self._progress, name)
             try:
                 result = await body()
             except ActivityError as err:
-                if local:
-                    display.show_search_step(name)  # the run waits here: ReconStep says so
                 refuse_without_mandate(err, self._progress)  # no mandate: refused, never handed over
                 decision = await self._hand_over(name, err)
                 if decision.decision == "undo":
@@ -331,8 +283,7 @@ class NightlyReconciliation:
         while True:
             display.enter_step(self._progress, name, gate=True)
             # The limits are the worker's (recon.domain.gate_policy), not the run's input.
-            check = self._act_local if self._local else self._act
-            verdict = await check(HandoverActivities.check_evidence, GateInput(
+            verdict = await self._act(HandoverActivities.check_evidence, GateInput(
                 workflow_id=wf, supplier_id=self._req.redo_supplier))
             if not verdict.reasons:
                 return True

@@ -41,7 +41,6 @@ MODEL_BATCHES = "model-batches"
 PASSKEYS_PAST_CAP = "passkeys-past-cap"
 FAIR_WAREHOUSES = "fair-warehouses"
 WEB_UI_WORDS = "web-ui-words"
-LEAN_NIGHT = "lean-night"
 
 PATCHES: tuple[Patch, ...] = (
     Patch(RESUME_RERUNS_STEP, "2026-11-29",
@@ -86,7 +85,4 @@ PATCHES: tuple[Patch, ...] = (
           "the memo's headline holds figures and adjustment_total_paise (no sentence, no ₹), the "
           "result has no in_words; an undo writes no memo, and one a night starts for itself "
           "carries no ReconWarehouse/ReconDate"),
-    Patch(LEAN_NIGHT, "2026-12-07",
-          "steps 3-6 and the gate before debit notes are always (regular) activities, each with "
-          "its own workflow task, and each step 3-6 upserts ReconStep"),
 )

@@ -45,11 +45,3 @@ def step_heartbeat(heartbeat_seconds: float, start_to_close: timedelta) -> timed
     if start_to_close == MODEL_TIMEOUT:
         return max(heartbeat, COMPUTING_STEP_HEARTBEAT)
     return heartbeat
-
-# Steps 3-6 and the gate before debit notes read and compute in Postgres. On a night of at most
-# this many invoices each takes milliseconds, far less than what a (regular) activity costs the
-# engine (~10-20 ms of CPU: schedule, start, completion and a workflow task, in the server and the
-# worker), so they run as local activities: one marker each, all in one workflow task. A bigger
-# night's steps take long enough that a worker lost inside one should be noticed by its heartbeat
-# timeout (a local activity's only at the workflow task timeout): they stay regular activities.
-LOCAL_STEPS_UP_TO = 5_000

@@ -6,16 +6,10 @@ never reads it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
-
-# A local activity (a small night's steps 3-6 and gate, workflows/policies.py) leaves no activity
-# events: one marker with its type, final attempt and result (or failure).
-LOCAL_ACTIVITY_MARKER = "core_local_activity"
 
 
 @dataclass
@@ -67,33 +61,4 @@ async def read_history(handle: WorkflowHandle) -> HistoryFacts:
                      if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
                      else event.activity_task_timed_out_event_attributes)
             facts.steps[scheduled[attrs.scheduled_event_id]].failed += 1
-        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            _local_activity(facts, event)
     return facts
-
-
-def _local_activity(facts: HistoryFacts, event: HistoryEvent) -> None:
-    """A local activity's marker counts as its activity: scheduled once, its attempts, and
-    completed with its result or failed."""
-    attrs = event.marker_recorded_event_attributes
-    data = attrs.details.get("data") if attrs.marker_name == LOCAL_ACTIVITY_MARKER else None
-    if data is None or not data.payloads:
-        return
-    try:
-        marker = json.loads(data.payloads[0].data)
-    except ValueError:
-        return
-    name, attempt = marker.get("activity_type"), marker.get("attempt") or 1
-    if not isinstance(name, str) or not isinstance(attempt, int):
-        return
-    step = facts.steps.setdefault(name, StepAttempts(name))
-    step.activities += 1
-    step.max_attempt = max(step.max_attempt, attempt)
-    step.retries += attempt - 1
-    if attrs.HasField("failure"):
-        step.failed += 1
-        return
-    step.completed += 1
-    result = attrs.details.get("result")
-    if result is not None and result.payloads:
-        facts.completed_results.setdefault(name, []).append(result)

@@ -312,22 +312,9 @@ async def batch_night(r: Recorder) -> None:
     await r.save("batch_night", handle.id)
 
 
-async def lean_night(r: Recorder) -> None:
-    """A small night under `lean-night`: steps 3-6 and the gate as local activities (markers, no
-    activity events). A worker exits hard as its local `read_stock` starts; a second worker takes
-    the workflow task over once its timeout fires and runs the step again."""
-    queue, settings = await r.night("leannight", invoices=60, mismatches=6)
-    doomed = r.worker(queue, RECON_FAILPOINTS="before:read_stock")
-    handle = await start_night(r.client, settings, DAY, "leannight")
-    await asyncio.to_thread(doomed.wait, 90)
-    r.worker(queue)
-    await handle.result()
-    await r.save("lean_night", handle.id)
-
-
 STORIES = {f.__name__: f for f in (crash_and_resume, handover_resume, handover_retry, handover_undo,
                                    gate_resume, undo_run, undo_supplier, redo_run,
-                                   scheduled_night, sources_night, batch_night, lean_night)}
+                                   scheduled_night, sources_night, batch_night)}
 
 
 async def main(names: list[str]) -> None:

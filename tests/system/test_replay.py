@@ -46,14 +46,9 @@ def _encodings(node: object) -> set[tuple[str, str]]:
         if isinstance(metadata, dict) and "encoding" in metadata:
             found.add((base64.b64decode(metadata["encoding"]).decode(),
                        base64.b64decode(metadata.get("encryption-key-id", "")).decode()))
-        # A local activity's marker data (its type, attempt, times: the SDK's core writes it,
-        # never a business value) is not passed to codecs; its result is.
-        local = node.get("markerName") == "core_local_activity"
         for key, value in node.items():
             # Search attributes are indexed by the server and never encoded; a patch marker's
             # data (the patch id, written by the SDK's core) is not passed to codecs either.
-            if local and key == "details" and isinstance(value, dict):
-                value = {k: v for k, v in value.items() if k != "data"}
             if key not in ("searchAttributes", "patch-data"):
                 found |= _encodings(value)
     elif isinstance(node, list):

@@ -21,7 +21,7 @@ from workflows.patches import PATCHES
 
 KEPT = {"crash_and_resume", "handover_resume", "handover_retry", "handover_undo", "gate_resume",
         "undo_run", "undo_supplier", "redo_run", "scheduled_starter", "nightly_completed",
-        "sources_night", "lean_night"}
+        "sources_night"}
 
 
 # Today's recordings, and those recorded by earlier workflow code (before decisions named their

@@ -386,38 +386,3 @@ async def test_an_undo_or_a_redo_is_checked_before_anything_and_a_refusal_does_n
         assert night.standins.calls == ["open_next_generation", "withdraw_debit_notes",
                                         "reverse_stock_movements", "reverse_ledger_entries"]
         assert night.standins.inputs["reverse_ledger_entries"][0].by == "ravi"
-
-
-async def test_a_small_nights_read_steps_are_markers_and_read_as_steps(temporal_only: Client) -> None:
-    """Steps 3-6 and the gate of a small night (LEAN_NIGHT) leave one local-activity marker each
-    and no activity events; recon status / inspect (recon/ops/history.py) count them as the steps
-    they are. A local step that fails shows in ReconStep while the night waits at it."""
-    from temporalio.api.enums.v1 import EventType
-
-    from recon.domain.labels import RECON_STEP
-    from recon.ops.history import read_history
-
-    local = ["match_orders", "read_stock", "compare_quantities", "flag_mismatches",
-             "check_evidence"]
-    async with night_with_standins(temporal_only) as night:
-        night.standins.fail("compare_quantities", period_locked())
-        handle = await night.start()
-        note = await _handover(handle)
-        assert note.step == "compare_quantities"
-        step = await _eventually(lambda: _search_step(handle, RECON_STEP), "ReconStep")
-        assert step == "compare_quantities"
-        await handle.execute_update(NightlyReconciliation.decide, _decide("retry"))
-        assert (await handle.result()).status == "Completed"
-    events = (await handle.fetch_history()).events
-    scheduled = {e.activity_task_scheduled_event_attributes.activity_type.name for e in events
-                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED}
-    assert not scheduled & set(local), "no regular activity for a small night's read steps"
-    facts = await read_history(handle)
-    assert {name: (facts.steps[name].completed, facts.steps[name].failed) for name in local} == {
-        "match_orders": (1, 0), "read_stock": (1, 0), "compare_quantities": (1, 1),
-        "flag_mismatches": (1, 0), "check_evidence": (1, 0)}
-    assert len(facts.completed_results["flag_mismatches"]) == 1
-
-
-async def _search_step(handle: WorkflowHandle, attribute) -> str | None:
-    return (await handle.describe()).typed_search_attributes.get(attribute)
