@@ -9,15 +9,34 @@ from temporalio.service import RPCError
 from recon.domain.keys import workflow_id_for
 from recon.domain.labels import night_start_options
 from recon.domain.models import RunRequest
+from recon.domain.settings_table import default_of
 from recon.runtime.config import Settings
 from workflows.nightly import NightlyReconciliation
+
+# Invoices per extraction activity when RECON_EXTRACT_BATCH is left at its default and no model is
+# configured: one activity, one of the offline parser's transaction groups. The parser is bound by
+# the worker processes' CPU, so a 500-invoice night in ten activities parses no sooner than in one,
+# and every activity costs the engine ~10-20 ms of CPU (schedule, start, completion, a workflow
+# task; bench/README.md, "offline extraction sized to the night"). A paid model keeps the
+# setting's default: its calls in flight are counted per activity (RECON_EXTRACT_CONCURRENCY), so
+# fewer activities would ask it more slowly.
+OFFLINE_EXTRACT_BATCH = 1000
+
+
+def extract_batch_for(settings: Settings) -> int:
+    """The run's invoices per extraction activity: the setting, unless it is the default and the
+    night is read by the offline parser (no model configured), which takes OFFLINE_EXTRACT_BATCH."""
+    paid = bool(settings.openai_api_key or settings.openai_base_url)
+    if paid or settings.extract_batch_size != default_of("RECON_EXTRACT_BATCH"):
+        return settings.extract_batch_size
+    return OFFLINE_EXTRACT_BATCH
 
 
 def run_request(settings: Settings, business_date: str, warehouse: str) -> RunRequest:
     return RunRequest(
         business_date=business_date,
         warehouse=warehouse,
-        extract_batch_size=settings.extract_batch_size,
+        extract_batch_size=extract_batch_for(settings),
         post_batch_size=settings.post_batch_size,
         heartbeat_seconds=settings.heartbeat_seconds,
         model_mode=settings.model_mode,

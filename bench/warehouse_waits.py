@@ -21,11 +21,12 @@ class Waits:
     task_run: float = 0.0
     activities: int = 0
     tasks: int = 0
+    events: int = 0
 
     def line(self) -> str:
         return (f"activities {self.activities}: waited {self.activity_wait:.2f} s, ran "
                 f"{self.activity_run:.2f} s; workflow tasks {self.tasks}: waited "
-                f"{self.task_wait:.2f} s, ran {self.task_run:.2f} s")
+                f"{self.task_wait:.2f} s, ran {self.task_run:.2f} s; history events {self.events}")
 
 
 async def waits(handle: WorkflowHandle) -> Waits:
@@ -33,6 +34,7 @@ async def waits(handle: WorkflowHandle) -> Waits:
     at: dict[int, float] = {}
     history = await handle.fetch_history()
     for event in history.events:
+        w.events += 1
         t = event.event_time.ToDatetime().timestamp()
         at[event.event_id] = t
         kind = event.event_type
