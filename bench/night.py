@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import platform
 import shutil
@@ -54,17 +53,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from datetime import date, timedelta
 from pathlib import Path
-
-import structlog
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.night_report import show_median, show_night  # noqa: E402
-from bench.night_run import WAREHOUSE, Night, run_night  # noqa: E402
+from bench.night_run import WAREHOUSE, Night, quiet_night_environment, run_night  # noqa: E402
 from bench.night_trend import show_history  # noqa: E402
 from recon.runtime.devstack import embedded_stack  # noqa: E402
 from recon.runtime.embedded import free_port  # noqa: E402
@@ -204,12 +200,7 @@ def main() -> None:
                      "--mismatches, --workers, --history and --history-mismatches at least 0")
     if args.history_mismatches > args.history_invoices or args.mismatches > args.invoices:
         parser.error("--mismatches (and --history-mismatches) cannot exceed the night's invoices")
-    # Each night's counts are checked (ledger rows = seeded adjustments): with no grace window a
-    # bill short of its goods is claimed the night it comes, as the seed states, never held.
-    os.environ.setdefault("RECON_RECEIPT_GRACE_DAYS", "0")
-    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs.*")  # as pytest does
-    os.environ.pop("RECON_FAILPOINTS", None)  # failpoints read the environment: none in a bench
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    quiet_night_environment()
     sys.exit(asyncio.run(run(args)))
 
 

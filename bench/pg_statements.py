@@ -19,23 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import os
 import shutil
 import sys
 import tempfile
 import time
 import uuid
-import warnings
 from datetime import date, timedelta
 from pathlib import Path
-
-import structlog
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.cpu import _children, _stat, postmaster_pid, tree_cpu  # noqa: E402
+from bench.night_run import quiet_night_environment  # noqa: E402
 from bench.warehouses import _settings, exact, fleet, run_nights, settle, warehouses  # noqa: E402
 from recon.runtime import pg_settings  # noqa: E402
 from recon.runtime.devstack import embedded_stack  # noqa: E402
@@ -211,10 +207,7 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.warehouses, args.invoices, args.rounds, args.workers, args.top) < 1:
         parser.error("--warehouses, --invoices, --rounds, --workers, --top must be at least 1")
-    os.environ.setdefault("RECON_RECEIPT_GRACE_DAYS", "0")
-    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs.*")
-    os.environ.pop("RECON_FAILPOINTS", None)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    quiet_night_environment()
     sys.exit(asyncio.run(run(args)))
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
 import shutil
 import statistics
@@ -37,19 +36,21 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-import structlog
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.cpu import CpuSampler, postmaster_pid, process_cpu, tree_cpu  # noqa: E402
-from bench.night_run import _COUNTS, MASTER_TABLES, worker_processes  # noqa: E402
+from bench.night_run import (  # noqa: E402
+    _COUNTS,
+    MASTER_TABLES,
+    quiet_night_environment,
+    worker_processes,
+)
 from bench.plain import plain_cost  # noqa: E402
 from bench.warehouse_waits import Waits  # noqa: E402
 from bench.warehouse_waits import waits as read_waits  # noqa: E402
@@ -310,10 +311,7 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.warehouses, args.invoices, args.repeats, args.workers) < 1 or args.timeout <= 0:
         parser.error("--warehouses, --invoices, --repeats, --workers must be at least 1")
-    os.environ.setdefault("RECON_RECEIPT_GRACE_DAYS", "0")
-    warnings.filterwarnings("ignore", category=UserWarning, module="platformdirs.*")
-    os.environ.pop("RECON_FAILPOINTS", None)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    quiet_night_environment()
     sys.exit(asyncio.run(run(args)))
 
 
