@@ -69,7 +69,8 @@ GROUPS: tuple[tuple[str, tuple[Setting, ...]], ...] = (
                 "ledger / stock entries per transaction (a crash redoes at most one); "
                 "fixed in a run's input when it starts", low=1, high=1_000_000),
         Setting("RECON_EXTRACT_BATCH", "extract_batch_size", WHOLE, 50,
-                "invoices per extraction activity; fixed in a run's input when it starts",
+                "invoices per extraction activity (left at the default with no model configured, the "
+                "offline parser takes 1,000); fixed in a run's input when it starts",
                 low=1, high=100_000),
         Setting("RECON_EXTRACT_CONCURRENCY", "extract_concurrency", WHOLE, 8,
                 "model calls in flight per extraction activity", low=1),
