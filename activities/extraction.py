@@ -71,9 +71,7 @@ async def _extract_offline(conn: asyncpg.Connection, reader: OfflineExtractor | 
         parked = sum(1 for r in results if not r.readable)
         done.count += len(results) - parked
         done.parked += parked
-        # A retry asks Postgres which invoices are still to read (`not_yet_extracted`), never
-        # the heartbeat: the position rides on the ticker's beats, not on a beat of its own.
-        report_progress(done.count + done.parked, at_once=False)
+        report_progress(done.count + done.parked)
     return done, leftover
 
 

@@ -45,18 +45,15 @@ RETRY_WAIT_CAP_SECONDS = 30.0
 _progress: contextvars.ContextVar[dict] = contextvars.ContextVar("progress")
 
 
-def report_progress(position: int, *, at_once: bool = True) -> None:
+def report_progress(position: int) -> None:
     """Record how far this attempt got; the ticker heartbeats it. The first report of an attempt
     is heartbeated at once (the SDK sends a first heartbeat immediately), so a retry always
-    knows at least the first committed batch, without a heartbeat per item on hot loops.
-    `at_once=False` for a step whose retry reads what is done from Postgres, never from the
-    heartbeat: the ticker carries the position, and a step shorter than a tick sends no beat
-    (an RPC Temporal records, for nothing)."""
+    knows at least the first committed batch, without a heartbeat per item on hot loops."""
     box = _progress.get()
     first = not box.get("reported")
     box["at"], box["reported"] = position, True
     box["outage_since"] = None  # progress: whatever outage there was is over
-    if first and at_once:
+    if first:
         activity.heartbeat(position)
 
 

@@ -200,16 +200,3 @@ async def test_a_lost_race_in_postgres_is_retried_never_a_handover(exc: Exceptio
     assert err.details[0]["class"] == "temporary"
     assert "database conflicts with a racing attempt since" in err.message
     assert err.next_retry_delay is not None and err.next_retry_delay.total_seconds() == 4.0
-
-
-async def test_progress_a_retry_does_not_read_rides_on_the_ticker() -> None:
-    env, beats = _beating(heartbeat=0.2)
-
-    @business_step
-    async def step() -> None:
-        report_progress(50, at_once=False)
-        assert beats == [], "no beat of its own"
-        await asyncio.sleep(0.15)
-
-    await env.run(step)
-    assert beats and set(beats) == {(50,)}, "the ticker carries it"
