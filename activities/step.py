@@ -2,9 +2,7 @@
 
 1. It heartbeats on a timer, carrying the step's latest `report_progress()` value, so a slow model
    call or a long batch never looks like a dead worker, a dead worker is noticed within the
-   heartbeat timeout, and a retry knows roughly how far the last attempt got. An attempt that
-   fails beats once more as it ends (its position and outage for the retry); one that finishes
-   does not (no attempt comes after it).
+   heartbeat timeout, and a retry knows roughly how far the last attempt got.
 2. It turns an exception into Temporal's language by the classes of recon.domain.errors:
    temporary -> retryable with growing waits for the outage window, then non-retryable;
    stale     -> retryable, soon: a stale attempt's failure is ignored, a live one retries newer;
@@ -156,12 +154,9 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             await forget_sticky_worker(getattr(args[0], "client", None) if args else None)
         _progress.set({"at": last_progress() or None, "outage_since": _outage_since()})
         ticker = asyncio.create_task(_keep_alive())  # copies this context: sees report_progress
-        finished = False
         try:
             await failpoints.hold_before(activity.info().activity_type)
-            result = await fn(*args, **kwargs)
-            finished = True
-            return result
+            return await fn(*args, **kwargs)
         except asyncio.CancelledError:
             raise
         except ApplicationError as exc:
@@ -194,11 +189,6 @@ def business_step(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
-            # An attempt that ends in an error beats once more: the next attempt reads where it
-            # got and since when its outage lasts. One that finished has no next attempt to tell,
-            # and its beat would be an RPC Temporal records (a write of the run's state) for
-            # nothing, once per activity: a short activity's first beat goes out at once.
-            if not finished:
-                _beat()
+            _beat()
 
     return wrapper

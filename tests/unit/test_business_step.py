@@ -123,30 +123,8 @@ async def test_reported_progress_is_heartbeated() -> None:
     assert await env.run(step) == 9
     assert beats[0] == (5,)
     assert (9,) in beats, "the ticker carries the latest position"
-    assert beats[-1] == (9,), "the last beat carries where it got"
+    assert beats[-1] == (9,), "the last beat, as the attempt ends, carries where it got"
     assert beats.index((9,)) > max(i for i, b in enumerate(beats) if b == (5,))
-
-
-async def test_a_finished_attempt_ends_without_a_beat_and_a_failed_one_with_its_outage() -> None:
-    """A beat as an attempt finishes tells no later attempt anything and costs Temporal an RPC
-    it records; a failed attempt's last beat carries its position and outage to the retry."""
-    env, beats = _beating(heartbeat=60)
-
-    @business_step
-    async def quick() -> int:
-        return 1
-
-    assert await env.run(quick) == 1
-    assert beats == []
-
-    @business_step
-    async def down() -> None:
-        report_progress(7)
-        raise ConnectionResetError(104, "reset")
-
-    with pytest.raises(ApplicationError):
-        await env.run(down)
-    assert beats[0] == (7,) and beats[-1][0] == 7 and isinstance(beats[-1][1], float), beats
 
 
 async def test_a_retry_starts_from_the_last_delivered_heartbeat() -> None:
