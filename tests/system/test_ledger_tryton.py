@@ -129,10 +129,13 @@ async def test_a_60_second_tryton_outage_in_the_middle_of_step_7_is_ridden_out(
     pool: asyncpg.Pool, client: Client, night, tryton: TrytonServer
 ) -> None:
     """Tryton goes away after some moves landed and stays away a minute: step 7 retries with
-    growing waits (the outage window is 30 min) and, once Tryton is back, posts the rest once."""
+    growing waits (the outage window is 30 min) and, once Tryton is back, posts the rest once.
+    Sixty entries in batches of five: step 7 is a dozen Tryton calls long, so the outage begins
+    inside it however fast the machine is (one batch of all twelve left only the moment between
+    Tryton's commit and recon's to catch it in)."""
     day, warehouse, queue = night
-    await seed_night(pool, day, warehouse, invoices=60, mismatches=12)
-    settings = _tryton_settings(queue, tryton)
+    await seed_night(pool, day, warehouse, invoices=120, mismatches=60)
+    settings = _tryton_settings(queue, tryton, ledger_batch=5)
     async with inprocess_worker(settings):
         handle = await start(client, settings, day, warehouse)
         await _wait(lambda: len(tryton.moves()) >= 3, 120, "the first moves")
